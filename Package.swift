@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Build with `-Xswiftc -target-cpu -Xswiftc native` (see README): the default x86-64
+// target has no AVX/FMA and the SIMD kernels fall back to scalar library calls.
+let package = Package(
+    name: "yolo-swift",
+    products: [
+        .library(name: "YOLOCore", targets: ["YOLOCore"]),
+        .executable(name: "yolo", targets: ["yolo"]),
+        .executable(name: "yolo-bench", targets: ["yolo-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Implementation details.
+        .systemLibrary(
+            name: "COpenBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"])]
+        ),
+        .target(name: "Tensor", dependencies: ["COpenBLAS"]),
+        .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
+        // Public API.
+        .target(name: "YOLOCore", dependencies: ["YOLONet"]),
+        .executableTarget(
+            name: "yolo",
+            dependencies: ["YOLOCore", "YOLONet", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "yolo-bench",
+            dependencies: ["YOLOCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
+        .testTarget(name: "YOLONetTests", dependencies: ["YOLONet"]),
+    ]
+)

@@ -1,0 +1,1 @@
+print("yolo-bench: not yet implemented")

@@ -1,0 +1,1 @@
+print("yolo: not yet implemented")
