@@ -1,0 +1,102 @@
+/// Max pooling with -∞ padding, as PyTorch's `MaxPool2d`.
+/// x: [N, C, H, W] → [N, C, Ho, Wo] with Ho = (H + 2·padding − kernel) / stride + 1.
+///
+/// Stride 1 (SPPF's 5/1/2) uses separability: a horizontal max over each padded row, then a
+/// vertical max over rows, 16 lanes at a time. Max is exact, so the result equals the
+/// direct window scan bit for bit. Other strides scan each window directly.
+public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Tensor {
+    precondition(x.rank == 4 && kernel > 0 && stride > 0 && padding >= 0 && padding * 2 <= kernel,
+                 "maxPool2d: x \(x.shape), kernel \(kernel), stride \(stride), padding \(padding)")
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+    let ho = (h + 2 * padding - kernel) / stride + 1, wo = (w + 2 * padding - kernel) / stride + 1
+    precondition(ho > 0 && wo > 0, "maxPool2d: input \(h)×\(w) is smaller than the kernel")
+    var y = Tensor(zeros: [n, c, ho, wo])
+    x.scalars.withUnsafeBufferPointer { xb in
+        y.scalars.withUnsafeMutableBufferPointer { yb in
+            let xp = xb.baseAddress!, yp = yb.baseAddress!
+            if stride == 1 {
+                let pw = w + 2 * padding
+                let padded = UnsafeMutablePointer<Float>.allocate(capacity: pw)
+                let rows = UnsafeMutablePointer<Float>.allocate(capacity: h * wo)
+                defer { padded.deallocate(); rows.deallocate() }
+                padded.initialize(repeating: -.infinity, count: pw)
+                for plane in 0..<(n * c) {
+                    let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                    for iy in 0..<h {
+                        (padded + padding).update(from: src + iy * w, count: w)
+                        maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows + iy * wo, count: wo)
+                    }
+                    for oy in 0..<ho {
+                        // Window rows oy − padding ..< oy − padding + kernel, clipped to the image.
+                        let top = max(0, oy - padding), bottom = min(h, oy - padding + kernel)
+                        maxOfShifted(UnsafePointer(rows + top * wo), step: wo, taps: bottom - top,
+                                     into: dst + oy * wo, count: wo)
+                    }
+                }
+            } else {
+                for plane in 0..<(n * c) {
+                    let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                    for oy in 0..<ho {
+                        for ox in 0..<wo {
+                            var m = -Float.infinity
+                            for ky in 0..<kernel {
+                                let iy = oy * stride - padding + ky
+                                guard iy >= 0 && iy < h else { continue }
+                                for kx in 0..<kernel {
+                                    let ix = ox * stride - padding + kx
+                                    if ix >= 0 && ix < w { m = max(m, src[iy * w + ix]) }
+                                }
+                            }
+                            dst[oy * wo + ox] = m
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return y
+}
+
+/// out[i] = max over t < taps of src[i + t·step], for i < count.
+@inline(__always)
+private func maxOfShifted(_ src: UnsafePointer<Float>, step: Int, taps: Int,
+                          into out: UnsafeMutablePointer<Float>, count: Int) {
+    var i = 0
+    while i + 16 <= count {
+        var m = src.vec16(i)
+        for t in 1..<max(taps, 1) { m = pointwiseMax(m, src.vec16(i + t * step)) }
+        out.store(m, at: i)
+        i += 16
+    }
+    while i < count {
+        var m = src[i]
+        for t in 1..<max(taps, 1) { m = max(m, src[i + t * step]) }
+        out[i] = m
+        i += 1
+    }
+}
+
+extension Reference {
+    public static func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Tensor {
+        let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+        let ho = (h + 2 * padding - kernel) / stride + 1, wo = (w + 2 * padding - kernel) / stride + 1
+        var y = Tensor(zeros: [n, c, ho, wo])
+        for b in 0..<n {
+            for ch in 0..<c {
+                for oy in 0..<ho {
+                    for ox in 0..<wo {
+                        var m = -Float.infinity
+                        for ky in 0..<kernel {
+                            for kx in 0..<kernel {
+                                let iy = oy * stride - padding + ky, ix = ox * stride - padding + kx
+                                if iy >= 0 && iy < h && ix >= 0 && ix < w { m = max(m, x[b, ch, iy, ix]) }
+                            }
+                        }
+                        y[b, ch, oy, ox] = m
+                    }
+                }
+            }
+        }
+        return y
+    }
+}

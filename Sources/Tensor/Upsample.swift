@@ -1,0 +1,37 @@
+/// Nearest-neighbour upsampling by an integer factor, as `nn.Upsample(scale_factor=s, mode="nearest")`.
+/// x: [N, C, H, W] → [N, C, H·s, W·s]; output (y, x) reads input (y / s, x / s).
+public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
+    precondition(x.rank == 4 && scale >= 1, "upsampleNearest: x \(x.shape), scale \(scale)")
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+    let wo = w * scale
+    var y = Tensor(zeros: [n, c, h * scale, wo])
+    x.scalars.withUnsafeBufferPointer { xb in
+        y.scalars.withUnsafeMutableBufferPointer { yb in
+            var src = xb.baseAddress!, dst = yb.baseAddress!
+            for _ in 0..<(n * c * h) {
+                for ix in 0..<w {
+                    (dst + ix * scale).initialize(repeating: src[ix], count: scale)
+                }
+                for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
+                src += w
+                dst += wo * scale
+            }
+        }
+    }
+    return y
+}
+
+extension Reference {
+    public static func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
+        let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+        var y = Tensor(zeros: [n, c, h * scale, w * scale])
+        for b in 0..<n {
+            for ch in 0..<c {
+                for oy in 0..<(h * scale) {
+                    for ox in 0..<(w * scale) { y[b, ch, oy, ox] = x[b, ch, oy / scale, ox / scale] }
+                }
+            }
+        }
+        return y
+    }
+}

@@ -1,0 +1,63 @@
+/// SIMD building blocks shared by the non-GEMM kernels: 16-lane loads and stores on raw
+/// pointers, and exp / sigmoid / SiLU accurate to a few ULP.
+public typealias Vec16 = SIMD16<Float>
+
+extension UnsafePointer where Pointee == Float {
+    @inlinable @inline(__always)
+    func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
+}
+
+extension UnsafeMutablePointer where Pointee == Float {
+    @inlinable @inline(__always)
+    func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
+
+    @inlinable @inline(__always)
+    func store(_ v: Vec16, at i: Int) { UnsafeMutableRawPointer(self + i).storeBytes(of: v, as: Vec16.self) }
+}
+
+/// exp(x) per lane, Cephes `expf` scheme: x = n·ln2 + r with |r| ≤ ln2/2, a degree-6
+/// polynomial for exp(r), and 2ⁿ built in the exponent bits. Inputs are clamped to
+/// [-87, 88] so 2ⁿ stays a normal float; exp(-87) ≈ 1.6e-38 stands in for anything smaller.
+@inlinable @inline(__always)
+public func exp(_ v: Vec16) -> Vec16 {
+    let x = v.clamped(lowerBound: Vec16(repeating: -87), upperBound: Vec16(repeating: 88))
+    let n = (x * 1.44269504088896341).rounded(.toNearestOrEven)
+    var r = x - n * 0.693359375
+    r = r - n * -2.12194440e-4
+    var p = Vec16(repeating: 1.9875691500e-4)
+    p = p * r + 1.3981999507e-3
+    p = p * r + 8.3334519073e-3
+    p = p * r + 4.1665795894e-2
+    p = p * r + 1.6666665459e-1
+    p = p * r + 5.0000001201e-1
+    p = p * r * r + r + 1
+    let bits = (SIMD16<Int32>(n) &+ 127) &<< 23
+    return p * unsafeBitCast(bits, to: Vec16.self)
+}
+
+/// 1 / (1 + e⁻ˣ) per lane.
+@inlinable @inline(__always)
+public func sigmoid(_ x: Vec16) -> Vec16 { 1 / (1 + exp(-x)) }
+
+/// x · sigmoid(x) per lane (SiLU, the activation of every YOLO Conv).
+@inlinable @inline(__always)
+public func silu(_ x: Vec16) -> Vec16 { x / (1 + exp(-x)) }
+
+/// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`). The tail
+/// goes through the same vector function on a padded vector, so every element gets
+/// bit-identical math wherever it falls.
+@inlinable @inline(__always)
+func map16(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ count: Int,
+           _ f: (Vec16) -> Vec16) {
+    var i = 0
+    while i + 16 <= count {
+        dst.store(f(src.vec16(i)), at: i)
+        i += 16
+    }
+    if i < count {
+        var v = Vec16()
+        for j in 0..<(count - i) { v[j] = src[i + j] }
+        let r = f(v)
+        for j in 0..<(count - i) { dst[i + j] = r[j] }
+    }
+}

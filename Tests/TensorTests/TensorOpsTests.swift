@@ -1,0 +1,114 @@
+import Tensor
+import XCTest
+
+final class TensorOpsTests: XCTestCase {
+    func testMaxPool() {
+        var seed: UInt64 = 1
+        for channels in [1, 3, 7, 13] {
+            for size in [1, 7, 13, 127] {
+                for (kernel, stride, padding) in [(5, 1, 2), (3, 1, 1), (2, 2, 0), (3, 2, 1), (1, 1, 0), (5, 2, 2)]
+                where size + 2 * padding >= kernel {
+                    let x = randomTensor([1, channels, size, size == 127 ? 31 : size], seed: seed)
+                    seed += 1
+                    assertClose(maxPool2d(x, kernel: kernel, stride: stride, padding: padding),
+                                Reference.maxPool2d(x, kernel: kernel, stride: stride, padding: padding), tolerance: 0,
+                                "maxpool c\(channels) \(size) k\(kernel) s\(stride) p\(padding)")
+                }
+            }
+        }
+        let x = randomTensor([2, 3, 13, 7], seed: 99)
+        assertClose(maxPool2d(x, kernel: 5, stride: 1, padding: 2), Reference.maxPool2d(x, kernel: 5, stride: 1, padding: 2),
+                    tolerance: 0, "maxpool batch 2")
+    }
+
+    func testUpsample() {
+        for (shape, scale) in [([1, 1, 1, 1], 2), ([1, 3, 7, 13], 2), ([2, 13, 13, 7], 2), ([1, 7, 1, 127], 3), ([1, 3, 7, 7], 1)] {
+            let x = randomTensor(shape, seed: UInt64(shape.reduce(0, +)))
+            assertClose(upsampleNearest(x, scale: scale), Reference.upsampleNearest(x, scale: scale), tolerance: 0,
+                        "upsample \(shape) ×\(scale)")
+        }
+    }
+
+    func testConcatAndSplit() {
+        for axis in 0..<4 {
+            var parts = [Tensor]()
+            for (i, size) in [1, 3, 7, 13].enumerated() {
+                var shape = [2, 3, 7, 13]
+                shape[axis] = size
+                parts.append(randomTensor(shape, seed: UInt64(10 * axis + i)))
+            }
+            let joined = concat(parts, axis: axis)
+            assertClose(joined, Reference.concat(parts, axis: axis), tolerance: 0, "concat axis \(axis)")
+            let sizes = [13, 0, 7, 4]
+            XCTAssertEqual(sizes.reduce(0, +), joined.shape[axis] - 0)
+            for (fast, plain) in zip(split(joined, sizes: sizes, axis: axis), Reference.split(joined, sizes: sizes, axis: axis)) {
+                assertClose(fast, plain, tolerance: 0, "split axis \(axis)")
+            }
+            // Splitting at the concatenation points gives the parts back.
+            for (back, part) in zip(split(joined, sizes: parts.map { $0.shape[axis] }, axis: axis), parts) {
+                XCTAssertEqual(back, part)
+            }
+        }
+    }
+
+    func testElementwise() {
+        for count in [1, 7, 13, 16, 127, 1000] {
+            let x = randomTensor([count], seed: UInt64(count), range: -20...20)
+            let y = randomTensor([count], seed: UInt64(count) + 1)
+            assertClose(add(x, y), Reference.add(x, y), tolerance: 0, "add \(count)")
+            for activation in [Activation.silu, .sigmoid, .none] {
+                let fast = activated(x, activation), plain = Reference.activated(x, activation)
+                // A few ULP relative to the value.
+                let worst = zip(fast.scalars, plain.scalars).map { abs($0 - $1) / max(abs($1), 1e-30) }.max()!
+                XCTAssertLessThan(worst, 4e-7, "\(activation) over \(count) values: relative error \(worst)")
+            }
+        }
+    }
+
+    func testActivationExtremes() {
+        let x = Tensor(shape: [8], scalars: [-1000, -100, -88, -1e-8, 0, 1e-8, 88, 1000])
+        let s = activated(x, .sigmoid).scalars, silu = activated(x, .silu).scalars
+        XCTAssertEqual(s[4], 0.5)
+        XCTAssertEqual(s[7], 1)
+        XCTAssertLessThan(s[0], 1e-37)
+        XCTAssertEqual(silu[4], 0)
+        XCTAssertEqual(silu[7], 1000)
+        XCTAssertLessThanOrEqual(abs(silu[0]), 1e-34)
+        XCTAssertTrue(s.allSatisfy(\.isFinite) && silu.allSatisfy(\.isFinite))
+    }
+
+    func testSoftmax() {
+        for len in [1, 7, 13, 16, 127] {
+            let x = randomTensor([3, len], seed: UInt64(len), range: -30...30)
+            assertClose(softmax(x), Reference.softmax(x), tolerance: 1e-6, "softmax rows of \(len)")
+        }
+    }
+
+    func testMatmul() {
+        var seed: UInt64 = 5
+        for (m, k, n) in [(1, 1, 1), (7, 13, 3), (13, 127, 7), (32, 400, 32)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = randomTensor(ta ? [2, k, m] : [2, m, k], seed: seed)
+                let b = randomTensor(tb ? [2, n, k] : [2, k, n], seed: seed + 1)
+                seed += 2
+                assertClose(matmul(a, b, transposeA: ta, transposeB: tb),
+                            Reference.matmul(a, b, transposeA: ta, transposeB: tb),
+                            tolerance: tolerance(reduction: k), "matmul \(m)×\(k)×\(n) tA \(ta) tB \(tb)")
+            }
+        }
+    }
+
+    func testPermuteAndReshape() {
+        let x = randomTensor([2, 3, 7, 13], seed: 77)
+        for perm in [[0, 1, 3, 2], [0, 2, 3, 1], [3, 2, 1, 0], [1, 0, 2, 3], [0, 1, 2, 3], [2, 0, 3, 1]] {
+            assertClose(permuted(x, perm), Reference.permuted(x, perm), tolerance: 0, "permute \(perm)")
+        }
+        let big = randomTensor([1, 127, 45], seed: 78)
+        assertClose(permuted(big, [0, 2, 1]), Reference.permuted(big, [0, 2, 1]), tolerance: 0, "permute 127×45")
+        let r = x.reshaped([6, 91])
+        XCTAssertEqual(r.shape, [6, 91])
+        XCTAssertEqual(r.scalars, x.scalars)
+        XCTAssertEqual(x.strides, [273, 91, 13, 1])
+        XCTAssertEqual(x[1, 2, 6, 12], x.scalars.last!)
+    }
+}
