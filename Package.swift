@@ -14,13 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
-        // Implementation details.
-        .systemLibrary(
-            name: "COpenBLAS",
-            pkgConfig: "openblas",
-            providers: [.apt(["libopenblas-dev"])]
-        ),
-        .target(name: "Tensor", dependencies: ["COpenBLAS"]),
+        // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
+        .target(name: "Tensor"),
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
         // Public API.
         .target(name: "YOLOCore", dependencies: ["YOLONet"]),
@@ -30,7 +25,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "yolo-bench",
-            dependencies: ["YOLOCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YOLOCore", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
         .testTarget(name: "YOLONetTests", dependencies: ["YOLONet"]),

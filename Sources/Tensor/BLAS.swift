@@ -1,41 +1,85 @@
-import COpenBLAS
 import Foundation
 
-/// OpenBLAS set-up and the single-precision GEMM every convolution and matmul goes through.
+/// OpenBLAS, loaded at run time, and the single-precision GEMM every convolution and matmul
+/// goes through.
 ///
-/// Debian's OpenBLAS 0.3.21 is built with DYNAMIC_ARCH but identifies AVX-512 Zen cores as
-/// Haswell (AVX2). Its SKYLAKEX kernels run on them and measured 172 vs 98 GFLOP/s on one
-/// core (ARCHITECTURE.md). The library picks its kernels in a load-time constructor, before
-/// any Swift code runs, so `configure()` sets `OPENBLAS_CORETYPE` and asks OpenBLAS to select
-/// again. A user's own `OPENBLAS_CORETYPE` is always respected.
+/// Why `dlopen` rather than linking: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) identifies
+/// AVX-512 Zen cores as Haswell (AVX2), and picks its kernels in a load-time constructor.
+/// Its SKYLAKEX kernels run on these cores at 177 vs 101 GFLOP/s on one thread
+/// (ARCHITECTURE.md). Loading the library ourselves lets us set `OPENBLAS_CORETYPE` first,
+/// from inside the process, for every user of the package. (Re-selecting the kernels after a
+/// normal link through the unexported-in-headers `gotoblas_dynamic_init` would leave work
+/// buffers sized for the old kernels.)
+///
+/// The choice: `YOLO_BLAS_CORETYPE` if set, else SKYLAKEX on CPUs with AVX-512, else what
+/// OpenBLAS decides. An inherited `OPENBLAS_CORETYPE` is overridden on AVX-512 CPUs because
+/// images such as this project's CI export `OPENBLAS_CORETYPE=Haswell` globally.
 public enum BLAS {
-    /// Selects the kernel set once per process; every entry point here calls it.
-    private static let configured: Void = {
-        if ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] == nil,
-           CPU.hasAVX512Skylake, coreName != "SkylakeX", coreName != "Cooperlake" {
-            setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1)
-            gotoblas_dynamic_quit()
-            gotoblas_dynamic_init()
-        }
-    }()
-
-    /// Call before the first GEMM; safe to call any number of times from any thread.
-    public static func configure() { _ = configured }
-
-    /// The kernel set OpenBLAS uses, e.g. "SkylakeX" or "Haswell".
-    public static var coreName: String {
-        String(cString: openblas_get_corename())
+    public struct LoadError: Error, LocalizedError {
+        public let message: String
+        public var errorDescription: String? { message }
     }
 
-    /// Threads OpenBLAS uses inside one GEMM.
+    private typealias SgemmFunction = @convention(c) (
+        Int32, Int32, Int32, Int32, Int32, Int32, Float, UnsafePointer<Float>?, Int32,
+        UnsafePointer<Float>?, Int32, Float, UnsafeMutablePointer<Float>?, Int32) -> Void
+
+    private struct Library: Sendable {
+        let sgemm: SgemmFunction
+        let setThreads: @convention(c) (Int32) -> Void
+        let getThreads: @convention(c) () -> Int32
+        let coreName: @convention(c) () -> UnsafePointer<CChar>?
+    }
+
+    private static let library: Result<Library, LoadError> = {
+        if let forced = ProcessInfo.processInfo.environment["YOLO_BLAS_CORETYPE"] {
+            setenv("OPENBLAS_CORETYPE", forced, 1)
+        } else if CPU.hasAVX512Skylake {
+            setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1)
+        }
+        let names = ["libopenblas.so.0", "libopenblas.so"]
+        guard let handle = names.lazy.compactMap({ dlopen($0, RTLD_NOW | RTLD_GLOBAL) }).first else {
+            return .failure(LoadError(message: "OpenBLAS could not be loaded (tried \(names.joined(separator: ", ")): "
+                + "\(String(cString: dlerror()))); install it with `apt-get install libopenblas-dev`"))
+        }
+        func symbol<T>(_ name: String, _: T.Type) -> T? {
+            dlsym(handle, name).map { unsafeBitCast($0, to: T.self) }
+        }
+        guard let sgemm = symbol("cblas_sgemm", SgemmFunction.self),
+              let setThreads = symbol("openblas_set_num_threads", (@convention(c) (Int32) -> Void).self),
+              let getThreads = symbol("openblas_get_num_threads", (@convention(c) () -> Int32).self),
+              let coreName = symbol("openblas_get_corename", (@convention(c) () -> UnsafePointer<CChar>?).self)
+        else {
+            return .failure(LoadError(message: "the loaded OpenBLAS lacks cblas_sgemm or the openblas_* thread functions"))
+        }
+        return .success(Library(sgemm: sgemm, setThreads: setThreads, getThreads: getThreads, coreName: coreName))
+    }()
+
+    /// Loads OpenBLAS once per process; throws a readable error if it is not installed.
+    public static func load() throws {
+        _ = try library.get()
+    }
+
+    private static var loaded: Library {
+        switch library {
+        case .success(let lib): return lib
+        case .failure(let error): fatalError(error.message)
+        }
+    }
+
+    /// The kernel set OpenBLAS uses, e.g. "SkylakeX", "Cooperlake" or "Haswell".
+    public static var coreName: String {
+        loaded.coreName().map { String(cString: $0) } ?? "unknown"
+    }
+
+    /// Threads OpenBLAS uses inside one GEMM (default: all cores, or `OPENBLAS_NUM_THREADS`).
     public static var threads: Int {
-        get { configure(); return Int(openblas_get_num_threads()) }
-        set { configure(); openblas_set_num_threads(Int32(max(1, newValue))) }
+        get { Int(loaded.getThreads()) }
+        set { loaded.setThreads(Int32(max(1, newValue))) }
     }
 
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, with leading dimensions.
-    /// op(A) is M×K (A is K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
-    @inlinable
+    /// op(A) is M×K (A is stored K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
     public static func sgemm(
         transA: Bool = false, transB: Bool = false,
         m: Int, n: Int, k: Int,
@@ -45,19 +89,15 @@ public enum BLAS {
         beta: Float = 0,
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        configure()
-        cblas_sgemm(CblasRowMajor,
-                    transA ? CblasTrans : CblasNoTrans,
-                    transB ? CblasTrans : CblasNoTrans,
-                    blasint(m), blasint(n), blasint(k),
-                    alpha, a, blasint(lda), b, blasint(ldb),
-                    beta, c, blasint(ldc))
+        // CBLAS enum values: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112.
+        loaded.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(n), Int32(k),
+                     alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
     }
 }
 
 /// What the CPU offers, read once from /proc/cpuinfo (Linux).
 public enum CPU {
-    /// The first processor's model name, e.g. "AMD EPYC 9R45".
+    /// The first processor's model name, e.g. "AMD EPYC".
     public static let modelName: String = field("model name") ?? "unknown"
 
     /// The CPU feature flags.
@@ -68,7 +108,7 @@ public enum CPU {
         ["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"].allSatisfy(flags.contains)
     }
 
-    /// The widest SIMD level, for reports: "AVX-512", "AVX2+FMA", "SSE".
+    /// The widest SIMD level, for reports: "AVX-512", "AVX2+FMA" or "SSE".
     public static var simdLevel: String {
         if hasAVX512Skylake { return "AVX-512" }
         if flags.contains("avx2") && flags.contains("fma") { return "AVX2+FMA" }

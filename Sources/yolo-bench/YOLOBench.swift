@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct YOLOBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "yolo-bench",
+        abstract: "Latency benchmarks for yolo-swift.",
+        subcommands: [SGEMMBench.self])
+}

@@ -1,1 +1,0 @@
-print("yolo-bench: not yet implemented")
