@@ -1,7 +1,8 @@
 /// Batched matrix product over the leading axes (no broadcasting).
 /// a: [..., M, K] (or [..., K, M] when `transposeA`), b: [..., K, N] (or [..., N, K] when
-/// `transposeB`) → [..., M, N]. Attention uses it for q·kᵀ and v·attnᵀ.
-public func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transposeB: Bool = false) -> Tensor {
+/// `transposeB`) → [..., M, N], scaled by `alpha`. Attention uses it for q·kᵀ and v·attnᵀ.
+public func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transposeB: Bool = false,
+                   alpha: Float = 1) -> Tensor {
     precondition(a.rank >= 2 && a.rank == b.rank && a.shape.dropLast(2) == b.shape.dropLast(2),
                  "matmul: shapes \(a.shape) and \(b.shape)")
     let (m, k) = transposeA ? (a.shape[a.rank - 1], a.shape[a.rank - 2]) : (a.shape[a.rank - 2], a.shape[a.rank - 1])
@@ -13,7 +14,7 @@ public func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transpose
         b.scalars.withUnsafeBufferPointer { bb in
             y.scalars.withUnsafeMutableBufferPointer { yb in
                 for i in 0..<batch {
-                    BLAS.sgemm(transA: transposeA, transB: transposeB, m: m, n: n, k: k,
+                    BLAS.sgemm(transA: transposeA, transB: transposeB, m: m, n: n, k: k, alpha: alpha,
                                a: ab.baseAddress! + i * m * k, lda: transposeA ? m : k,
                                b: bb.baseAddress! + i * k * n, ldb: transposeB ? k : n,
                                c: yb.baseAddress! + i * m * n, ldc: n)
@@ -25,7 +26,8 @@ public func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transpose
 }
 
 extension Reference {
-    public static func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transposeB: Bool = false) -> Tensor {
+    public static func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transposeB: Bool = false,
+                              alpha: Float = 1) -> Tensor {
         let r = a.rank
         let (m, k) = transposeA ? (a.shape[r - 1], a.shape[r - 2]) : (a.shape[r - 2], a.shape[r - 1])
         let n = transposeB ? b.shape[r - 2] : b.shape[r - 1]
@@ -40,7 +42,7 @@ extension Reference {
                         let bv = b.scalars[i * k * n + (transposeB ? col * k + t : t * n + col)]
                         acc += Double(av) * Double(bv)
                     }
-                    y.scalars[i * m * n + row * n + col] = Float(acc)
+                    y.scalars[i * m * n + row * n + col] = Float(acc * Double(alpha))
                 }
             }
         }

@@ -262,21 +262,3 @@ private func craft(_ header: String, data: [UInt8] = [], headerLength: UInt64? =
 private func littleEndianBytes<T: FixedWidthInteger>(_ values: [T]) -> [UInt8] {
     values.flatMap { value in (0 ..< T.bitWidth / 8).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
 }
-
-private struct MissingSharedDirectory: Error, CustomStringConvertible {
-    let path: String
-    var description: String { "shared reference data not found at \(path); set YOLO_SHARED_DIR" }
-}
-
-/// `YOLO_SHARED_DIR`, or `../shared` beside the package root as on CI. Missing data fails the test.
-private func sharedDirectory() throws -> URL {
-    let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let url = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-        ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-        throw MissingSharedDirectory(path: url.path)
-    }
-    return url
-}

@@ -1,0 +1,34 @@
+import Tensor
+
+/// Ultralytics `Conv`: Conv2d (padding k/2) + BatchNorm (folded at load) + SiLU, or a plain
+/// `nn.Conv2d` with bias and no activation. x: [N, c1, H, W] → [N, c2, H/s, W/s].
+package struct Conv: Sendable {
+    let weight: Tensor
+    let bias: [Float]
+    let parameters: Conv2DParameters
+    let activation: Activation
+
+    init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1,
+         g: Int = 1, activation: Activation = .silu, plain: Bool = false) throws {
+        (weight, bias) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
+        parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
+        self.activation = plain ? .none : activation
+    }
+
+    /// Ultralytics `DWConv`: groups = gcd(c1, c2).
+    static func depthwise(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int,
+                          s: Int = 1) throws -> Conv {
+        try Conv(&source, prefix, c1, c2, k: k, s: s, g: gcd(c1, c2))
+    }
+
+    func callAsFunction(_ x: Tensor) -> Tensor {
+        conv2d(x, weight: weight, bias: bias, parameters, activation: activation)
+    }
+
+    /// Multiply-adds × 2 for an output of `outputShape`.
+    func flops(outputShape: [Int]) -> Double {
+        2 * Double(outputShape.reduce(1, *)) * Double(weight.shape[1] * weight.shape[2] * weight.shape[3])
+    }
+}
+
+func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }

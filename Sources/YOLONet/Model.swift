@@ -1,0 +1,63 @@
+import Foundation
+import Tensor
+
+/// A network together with what its weight file says about it.
+package struct Model: Sendable {
+    package let network: Network
+    package let architecture: Architecture
+    /// `detect`, `segment`, `pose`, `obb` or `classify`.
+    package let task: String
+    /// Class names by index.
+    package let names: [String]
+    /// Training image size, the default inference size.
+    package let imageSize: Int
+    package let metadata: [String: String]
+
+    /// Loads a `yolo-safetensors/1` file: every tensor bound by name with its shape checked;
+    /// missing or leftover tensors are errors.
+    package init(contentsOf url: URL) throws {
+        try self.init(file: try SafeTensorsFile(contentsOf: url))
+    }
+
+    package init(file: SafeTensorsFile) throws {
+        try BLAS.load()
+        let metadata = file.metadata
+        func required(_ key: String) throws -> String {
+            guard let value = metadata[key] else { throw ModelError.missingMetadata(key: key) }
+            return value
+        }
+        var architecture = try Architecture(json: try required("arch"))
+        let task = metadata["task"] ?? "detect"
+        guard task == "detect" else {
+            throw ModelError.invalidMetadata(key: "task", value: task, reason: "only detect models are supported so far")
+        }
+        if let flag = metadata["end2end"] {
+            guard let e2e = Bool(flag) else { throw ModelError.invalidMetadata(key: "end2end", value: flag, reason: "not true or false") }
+            architecture.endToEnd = e2e
+        }
+        var weights = try FileWeights(file: file)
+        network = try Network(architecture: architecture, weights: &weights)
+        let unused = weights.unused
+        guard unused.isEmpty else { throw ModelError.unusedTensors(names: unused) }
+        names = try Self.parseNames(metadata["names"], count: network.classCount)
+        imageSize = metadata["imgsz"].flatMap { Int($0.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
+            .split(separator: ",").first.map(String.init) ?? "") } ?? 640
+        self.architecture = architecture
+        self.task = task
+        self.metadata = metadata
+    }
+
+    /// `names` is a JSON object from class index (as a string) to name; absent means "class<i>".
+    static func parseNames(_ json: String?, count: Int) throws -> [String] {
+        guard let json else { return (0..<count).map { "class\($0)" } }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String] else {
+            throw ModelError.invalidMetadata(key: "names", value: json, reason: "not a JSON object of index → name")
+        }
+        return try (0..<count).map { i in
+            guard let name = object[String(i)] else {
+                throw ModelError.invalidMetadata(key: "names", value: json, reason: "no name for class \(i) of \(count)")
+            }
+            return name
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Tensor
+
+/// A YOLO graph built from an Ultralytics architecture dict, the way `parse_model` builds it:
+/// layer i is `model.i`, fed by the outputs its `from` list names. The graph is data: the
+/// nodes below and their weights; `forward` just walks them.
+package struct Network: Sendable {
+    enum Op: Sendable {
+        case conv(Conv)
+        case c3k2(C3k2)
+        case sppf(SPPF)
+        case c2psa(C2PSA)
+        case upsample(scale: Int)
+        case concat
+        case detect(Detect)
+    }
+
+    package struct Node: Sendable {
+        /// Absolute indices of the layers feeding this one (-1 is the network input).
+        package let from: [Int]
+        /// The Ultralytics module name, e.g. "C3k2".
+        package let type: String
+        /// Output channels.
+        package let channels: Int
+        /// Input-to-output size ratio (8 means a map of H/8 × W/8).
+        package let stride: Int
+        let op: Op
+    }
+
+    package let nodes: [Node]
+    /// Number of classes.
+    package let classCount: Int
+    /// Channels of the input image.
+    package let inputChannels: Int
+    /// Layers whose outputs later layers read.
+    let saved: Set<Int>
+
+    /// The largest stride: input sides must be multiples of it.
+    package var maxStride: Int { nodes.map(\.stride).max() ?? 1 }
+
+    package init(architecture arch: Architecture, weights: inout some WeightSource, inputChannels: Int = 3) throws {
+        let (depth, width, maxChannels) = try arch.multipliers()
+        let scale = arch.resolvedScale
+        let hasC3k2 = arch.rows.contains { $0.module == "C3k2" }
+        var nodes = [Node]()
+        var saved = Set<Int>()
+        for (i, row) in arch.rows.enumerated() {
+            func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
+            let from = row.from.map { $0 < 0 ? i + $0 : $0 }
+            guard !from.isEmpty, from.allSatisfy({ $0 < i && ($0 >= 0 || i == 0) }) else {
+                throw fail("'from' \(row.from) must name earlier layers")
+            }
+            if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
+            for f in from where f >= 0 && f != i - 1 { saved.insert(f) }
+            let inChannels = from.map { $0 < 0 ? inputChannels : nodes[$0].channels }
+            let inStride = from[0] < 0 ? 1 : nodes[from[0]].stride
+            let c1 = inChannels[0]
+            let args = row.args
+            func int(_ j: Int, _ name: String, default value: Int? = nil) throws -> Int {
+                if j >= args.count, let value { return value }
+                guard j < args.count, let v = args[j].int else { throw fail("argument \(j) (\(name)) must be an integer") }
+                return v
+            }
+            func bool(_ j: Int, _ name: String, default value: Bool) throws -> Bool {
+                if j >= args.count { return value }
+                guard let v = args[j].bool else { throw fail("argument \(j) (\(name)) must be true or false") }
+                return v
+            }
+            func double(_ j: Int, _ name: String, default value: Double) throws -> Double {
+                if j >= args.count { return value }
+                guard let v = args[j].double, v > 0 else { throw fail("argument \(j) (\(name)) must be a positive number") }
+                return v
+            }
+            func outChannels() throws -> Int {
+                let c = try int(0, "output channels")
+                guard c > 0 else { throw fail("output channels must be positive, got \(c)") }
+                return makeDivisible(Double(min(c, maxChannels)) * width)
+            }
+            let repeats = scaledRepeats(row.repeats, depth: depth)
+            let repeatable = ["C3k2", "C2PSA"].contains(row.module)
+            if !repeatable && row.repeats != 1 && row.module != "Detect" {
+                throw fail("\(row.module) with \(row.repeats) repeats is not supported")
+            }
+            let p = "model.\(i)"
+            let op: Op, channels: Int
+            var stride = inStride
+            switch row.module {
+            case "Conv", "DWConv":
+                channels = try outChannels()
+                let k = try int(1, "kernel", default: 1), s = try int(2, "stride", default: 1)
+                guard k > 0 && s > 0 && args.count <= 3 else {
+                    throw fail("\(row.module) supports [c2, k, s] with positive k and s, got \(args)")
+                }
+                op = .conv(row.module == "Conv" ? try Conv(&weights, p, c1, channels, k: k, s: s)
+                           : try Conv.depthwise(&weights, p, c1, channels, k: k, s: s))
+                stride *= s
+            case "C3k2":
+                channels = try outChannels()
+                let c3k = ["m", "l", "x"].contains(scale ?? "") ? true : try bool(1, "c3k", default: false)
+                guard try int(4, "groups", default: 1) == 1 else { throw fail("grouped C3k2 is not supported") }
+                op = .c3k2(try C3k2(&weights, p, c1, channels, n: repeats, c3k: c3k,
+                                    e: try double(2, "expansion", default: 0.5),
+                                    attention: try bool(3, "attn", default: false),
+                                    shortcut: try bool(5, "shortcut", default: true)))
+            case "SPPF":
+                channels = try outChannels()
+                // Ultralytics: rows with ≤ 2 yaml args predate YOLO26's unactivated cv1.
+                op = .sppf(try SPPF(&weights, p, c1, channels, k: try int(1, "kernel", default: 5),
+                                    n: try int(2, "pools", default: 3),
+                                    shortcut: try bool(3, "shortcut", default: false),
+                                    cv1Activation: args.count <= 2 ? .silu : .none))
+            case "C2PSA":
+                channels = try outChannels()
+                op = .c2psa(try C2PSA(&weights, p, c1, channels, n: repeats, e: try double(1, "expansion", default: 0.5)))
+            case "nn.Upsample":
+                let factor = try int(1, "scale_factor")
+                guard factor >= 1, args.count < 3 || args[2] == .string("nearest") else {
+                    throw fail("only nearest upsampling by a positive integer factor is supported, got \(args)")
+                }
+                guard inStride % factor == 0 else { throw fail("upsampling ×\(factor) a map of stride \(inStride)") }
+                channels = c1
+                op = .upsample(scale: factor)
+                stride /= factor
+            case "Concat":
+                guard try int(0, "dimension", default: 1) == 1 else { throw fail("only channel concatenation is supported") }
+                guard from.allSatisfy({ ($0 < 0 ? 1 : nodes[$0].stride) == inStride }) else {
+                    throw fail("concatenated maps \(from) have different strides")
+                }
+                channels = inChannels.reduce(0, +)
+                op = .concat
+            case "Detect":
+                let nc: Int
+                switch args.first {
+                case .string("nc"): nc = arch.nc
+                case let value?: guard let v = value.int, v > 0 else { throw fail("nc must be a positive integer") }; nc = v
+                case nil: nc = arch.nc
+                }
+                guard i == arch.rows.count - 1 else { throw fail("the Detect head must be the last layer") }
+                guard from.allSatisfy({ $0 >= 0 }) else { throw fail("Detect reads layer outputs, not the input") }
+                channels = nc
+                op = .detect(try Detect(&weights, p, nc: nc, regMax: arch.regMax, endToEnd: arch.endToEnd,
+                                        legacy: !hasC3k2, channels: inChannels))
+            default:
+                throw ModelError.unknownModule(layer: i, module: row.module)
+            }
+            nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""),
+                              channels: channels, stride: stride, op: op))
+        }
+        guard case .detect(let head)? = nodes.last?.op else {
+            throw ModelError.invalidArchitecture(layer: nodes.count - 1, reason: "the last layer must be a Detect head")
+        }
+        self.nodes = nodes
+        self.saved = saved
+        classCount = head.nc
+        self.inputChannels = inputChannels
+    }
+
+    /// Checks that `x` is a [1, C, H, W] image this graph can run on.
+    package func validate(input x: Tensor) throws {
+        let reason: String? =
+            x.rank != 4 ? "expected [1, 3, H, W]"
+            : x.shape[0] != 1 ? "batch size must be 1"
+            : x.shape[1] != inputChannels ? "expected \(inputChannels) channels"
+            : x.shape[2] <= 0 || x.shape[3] <= 0 || x.shape[2] % maxStride != 0 || x.shape[3] % maxStride != 0
+                ? "height and width must be positive multiples of \(maxStride)"
+            : x.shape[2] > 8192 || x.shape[3] > 8192 ? "height and width must be at most 8192"
+            : nil
+        if let reason { throw ModelError.invalidInput(shape: x.shape, reason: reason) }
+    }
+
+    /// Runs the graph. `observe(i, output)` sees every top-level layer's output before the head.
+    package func forward(_ x: Tensor, observe: ((Int, Tensor) -> Void)? = nil) throws -> DetectOutput {
+        try validate(input: x)
+        var outputs = [Int: Tensor]()
+        var last = x
+        for (i, node) in nodes.enumerated() {
+            func input(_ j: Int) -> Tensor { j < 0 ? x : j == i - 1 ? last : outputs[j]! }
+            let y: Tensor
+            switch node.op {
+            case .conv(let m): y = m(input(node.from[0]))
+            case .c3k2(let m): y = m(input(node.from[0]))
+            case .sppf(let m): y = m(input(node.from[0]))
+            case .c2psa(let m): y = m(input(node.from[0]))
+            case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s)
+            case .concat: y = concat(node.from.map(input), axis: 1)
+            case .detect(let head):
+                return head(node.from.map(input), strides: node.from.map { nodes[$0].stride })
+            }
+            observe?(i, y)
+            if saved.contains(i) { outputs[i] = y }
+            last = y
+        }
+        preconditionFailure("a Network always ends in its head")
+    }
+}
