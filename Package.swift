@@ -17,17 +17,20 @@ let package = Package(
         // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
         .target(name: "Tensor"),
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
+        .systemLibrary(name: "CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         // Public API.
-        .target(name: "YOLOCore", dependencies: ["YOLONet"]),
+        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG"]),
         .executableTarget(
             name: "yolo",
             dependencies: ["YOLOCore", "YOLONet", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "yolo-bench",
-            dependencies: ["YOLOCore", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
         .testTarget(name: "YOLONetTests", dependencies: ["YOLONet"]),
+        .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore"]),
     ]
 )

@@ -109,11 +109,28 @@ package struct Architecture: Sendable, Decodable {
 }
 
 /// The smallest multiple of `divisor` not below `x` (Ultralytics `make_divisible`).
-func makeDivisible(_ x: Double, _ divisor: Int = 8) -> Int {
+package func makeDivisible(_ x: Double, _ divisor: Int = 8) -> Int {
     Int((x / Double(divisor)).rounded(.up)) * divisor
 }
 
 /// Repeats after depth scaling: `max(round(n · depth), 1)` with Python's half-to-even rounding.
-func scaledRepeats(_ n: Int, depth: Double) -> Int {
+package func scaledRepeats(_ n: Int, depth: Double) -> Int {
     n > 1 ? max(Int((Double(n) * depth).rounded(.toNearestOrEven)), 1) : n
+}
+
+extension Architecture {
+    /// Families whose spec ships in `Specs/` (the Ultralytics yaml as JSON).
+    package static let builtinFamilies = ["yolo26", "yolo11"]
+
+    /// A built-in spec by model name, e.g. "yolo26n" or "yolo11x": family + scale letter.
+    /// Returns nil for names that are not a known architecture.
+    package static func builtin(named name: String) throws -> Architecture? {
+        guard let scale = name.last.map(String.init), ["n", "s", "m", "l", "x"].contains(scale) else { return nil }
+        let family = String(name.dropLast())
+        guard builtinFamilies.contains(family),
+              let url = Bundle.module.url(forResource: family, withExtension: "json", subdirectory: "Specs") else { return nil }
+        var arch = try Architecture(json: String(decoding: try Data(contentsOf: url), as: UTF8.self))
+        arch.scale = scale
+        return arch
+    }
 }
