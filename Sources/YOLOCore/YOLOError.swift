@@ -1,0 +1,35 @@
+import Foundation
+
+/// Everything that can go wrong between a model name or image and a result.
+public enum YOLOError: Error, LocalizedError, Equatable {
+    /// No weight file for `name` in any of `searched`.
+    case modelNotFound(name: String, searched: [String])
+    /// The weight file could not be read or does not fit its architecture.
+    case invalidModel(path: String, reason: String)
+    /// The model was trained for another task than the one asked of it.
+    case taskMismatch(model: String, task: String, requested: String)
+    /// A configuration value is out of range.
+    case invalidConfiguration(field: String, value: String, reason: String)
+    /// An image could not be used as input.
+    case invalidImage(source: String, reason: String)
+    /// A download failed or did not match its checksum.
+    case downloadFailed(url: String, reason: String)
+
+    public var errorDescription: String? {
+        switch self {
+        case let .modelNotFound(name, searched):
+            "model '\(name)' not found; looked for " + searched.joined(separator: ", ")
+                + " (set YOLO_WEIGHTS_DIR or put the .safetensors file in Weights/)"
+        case let .invalidModel(path, reason):
+            "cannot load model \(path): \(reason)"
+        case let .taskMismatch(model, task, requested):
+            "model \(model) is a \(task) model; it cannot do \(requested)"
+        case let .invalidConfiguration(field, value, reason):
+            "configuration \(field) = \(value) is invalid: \(reason)"
+        case let .invalidImage(source, reason):
+            "cannot use image \(source): \(reason)"
+        case let .downloadFailed(url, reason):
+            "download of \(url) failed: \(reason)"
+        }
+    }
+}

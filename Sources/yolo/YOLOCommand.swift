@@ -1,0 +1,20 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct YOLOCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "yolo",
+        abstract: "Run Ultralytics YOLO models in Swift.",
+        subcommands: [Dump.self])
+}
+
+/// A runtime failure: ArgumentParser prints "Error: <message>" on one line and exits 1,
+/// without the usage text it shows for argument mistakes.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ error: any Error) {
+        description = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    }
+}

@@ -1,1 +1,0 @@
-print("yolo: not yet implemented")

@@ -1,0 +1,104 @@
+import Foundation
+import Tensor
+import XCTest
+import YOLONet
+
+/// Each way a weight file can disagree with its architecture gives its own typed error.
+final class ModelErrorTests: XCTestCase {
+    private struct Fixture {
+        var tensors: [String: Tensor]
+        var metadata: [String: String]
+    }
+
+    private static let base: Fixture? = {
+        guard let url = try? weightsURL("yolo26n"), let file = try? SafeTensorsFile(contentsOf: url) else { return nil }
+        var tensors = [String: Tensor]()
+        for name in file.names { tensors[name] = try? file.tensor(name) }
+        return Fixture(tensors: tensors, metadata: file.metadata)
+    }()
+
+    /// Writes a modified copy of yolo26n and loads it.
+    private func load(_ modify: (inout Fixture) -> Void) throws -> Model {
+        var fixture = try XCTUnwrap(Self.base, "yolo26n.safetensors not found")
+        modify(&fixture)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-\(UUID()).safetensors")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try SafeTensorsFile.write(fixture.tensors, metadata: fixture.metadata, to: url)
+        return try Model(contentsOf: url)
+    }
+
+    private func assertError(_ expected: ModelError, line: UInt = #line, _ modify: (inout Fixture) -> Void) {
+        XCTAssertThrowsError(try load(modify), line: line) { error in
+            XCTAssertEqual(error as? ModelError, expected, line: line)
+            XCTAssertFalse((error as? LocalizedError)?.errorDescription?.isEmpty ?? true, line: line)
+        }
+    }
+
+    func testUnmodifiedCopyLoads() throws {
+        let model = try load { _ in }
+        XCTAssertEqual(model.names.count, 80)
+        XCTAssertEqual(model.names[5], "bus")
+        XCTAssertEqual(model.network.maxStride, 32)
+    }
+
+    func testMissingTensor() {
+        assertError(.missingTensor(name: "model.2.m.0.cv1.conv.weight", expectedShape: [8, 16, 3, 3])) {
+            $0.tensors["model.2.m.0.cv1.conv.weight"] = nil
+        }
+    }
+
+    func testShapeMismatch() {
+        assertError(.shapeMismatch(name: "model.0.conv.weight", expected: [16, 3, 3, 3], actual: [16, 3, 5, 5])) {
+            $0.tensors["model.0.conv.weight"] = Tensor(zeros: [16, 3, 5, 5])
+        }
+    }
+
+    func testUnusedTensor() {
+        assertError(.unusedTensors(names: ["model.99.extra.weight"])) {
+            $0.tensors["model.99.extra.weight"] = Tensor(zeros: [3])
+        }
+    }
+
+    func testUnknownModule() {
+        assertError(.unknownModule(layer: 9, module: "SPPX")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(of: "\"SPPF\"", with: "\"SPPX\"")
+        }
+    }
+
+    func testBadArchitectureJSON() {
+        XCTAssertThrowsError(try load { $0.metadata["arch"] = "{\"nc\": 80, \"backbone\": [" }) { error in
+            guard case .invalidMetadata(key: "arch", _, _)? = error as? ModelError else {
+                return XCTFail("expected invalidMetadata(arch), got \(error)")
+            }
+        }
+    }
+
+    func testMissingArchitecture() {
+        assertError(.missingMetadata(key: "arch")) { $0.metadata["arch"] = nil }
+    }
+
+    func testBadFromIndex() {
+        assertError(.invalidArchitecture(layer: 12, reason: "'from' [-1, 40] must name earlier layers")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(of: "[[-1, 6], 1, \"Concat\"", with: "[[-1, 40], 1, \"Concat\"")
+        }
+    }
+
+    func testBadNames() {
+        XCTAssertThrowsError(try load { $0.metadata["names"] = "{\"0\": \"person\"}" }) { error in
+            guard case .invalidMetadata(key: "names", _, _)? = error as? ModelError else {
+                return XCTFail("expected invalidMetadata(names), got \(error)")
+            }
+        }
+    }
+
+    func testInputShapeErrors() throws {
+        let model = try load { _ in }
+        for shape in [[1, 3, 100, 64], [2, 3, 64, 64], [1, 4, 64, 64], [3, 64, 64]] {
+            XCTAssertThrowsError(try model.network.forward(Tensor(zeros: shape)), "\(shape)") { error in
+                guard case .invalidInput(shape: shape, _)? = error as? ModelError else {
+                    return XCTFail("expected invalidInput for \(shape), got \(error)")
+                }
+            }
+        }
+    }
+}
