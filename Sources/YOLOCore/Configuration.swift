@@ -1,0 +1,36 @@
+/// Prediction settings, with Ultralytics' defaults. A `YOLO` model reads its configuration at
+/// the start of every prediction, so changes apply from the next image on.
+public struct YOLOConfiguration: Sendable, Equatable, Codable {
+    /// Minimum confidence of a kept detection, in 0…1.
+    public var confidence: Float = 0.25
+    /// IoU above which NMS suppresses the weaker of two boxes (legacy models), in 0…1.
+    public var iou: Float = 0.7
+    /// Most detections kept per image, ≥ 1.
+    public var maxDetections: Int = 300
+    /// Keep only these class indices (nil keeps all).
+    public var classes: [Int]? = nil
+    /// NMS across classes instead of per class. Applies to legacy (NMS) models; end-to-end
+    /// models have no NMS.
+    public var agnosticNMS: Bool = false
+    /// Long side of the network input; the model's training size when nil.
+    public var imageSize: Int? = nil
+    /// Pad to a square `imageSize` × `imageSize` instead of the minimal stride-aligned rectangle.
+    public var square: Bool = false
+    /// Box outline width in pixels for drawing; derived from the image size when nil.
+    public var lineWidth: Double? = nil
+
+    public init() {}
+
+    /// Throws `YOLOError.invalidConfiguration` naming the first bad field.
+    public func validate() throws {
+        func fail(_ field: String, _ value: Any, _ reason: String) -> YOLOError {
+            .invalidConfiguration(field: field, value: "\(value)", reason: reason)
+        }
+        guard (0...1).contains(confidence) else { throw fail("confidence", confidence, "must be in 0…1") }
+        guard (0...1).contains(iou) else { throw fail("iou", iou, "must be in 0…1") }
+        guard maxDetections >= 1 else { throw fail("maxDetections", maxDetections, "must be at least 1") }
+        if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
+        if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
+        if let lineWidth, !(0.5...50).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…50") }
+    }
+}
