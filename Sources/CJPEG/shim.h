@@ -1,4 +1,4 @@
-// jpeglib.h needs FILE and size_t declared before it.
-#include <stdio.h>
+// The TurboJPEG API of libjpeg-turbo: it reports errors as return codes, where the
+// libjpeg API needs an error_exit that longjmps, which Swift cannot do.
 #include <stddef.h>
-#include <jpeglib.h>
+#include <turbojpeg.h>

@@ -5,5 +5,6 @@ struct YOLOBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo-bench",
         abstract: "Latency benchmarks for yolo-swift.",
-        subcommands: [SGEMMBench.self])
+        subcommands: [ModelBench.self, SGEMMBench.self],
+        defaultSubcommand: ModelBench.self)
 }

@@ -2,11 +2,11 @@ import ArgumentParser
 import Foundation
 
 @main
-struct YOLOCommand: ParsableCommand {
+struct YOLOCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo",
         abstract: "Run Ultralytics YOLO models in Swift.",
-        subcommands: [Dump.self])
+        subcommands: [Predict.self, Dump.self])
 }
 
 /// A runtime failure: ArgumentParser prints "Error: <message>" on one line and exits 1,
@@ -16,5 +16,9 @@ struct CommandFailure: Error, CustomStringConvertible {
 
     init(_ error: any Error) {
         description = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    }
+
+    init(message: String) {
+        description = message
     }
 }

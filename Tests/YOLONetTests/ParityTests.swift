@@ -42,6 +42,7 @@ final class ParityTests: XCTestCase {
     func testYOLO26nZidane() throws { try check(model: "yolo26n", image: "zidane") }
     func testYOLO26nRandomUnfusedBothHeads() throws { try check(model: "yolo26n-random", image: "bus") }
     func testYOLO11nRandomDFLHead() throws { try check(model: "yolo11n-random", image: "bus") }
+    func testYOLO11nTrained() throws { try check(model: "yolo11n", image: "bus") }
 }
 
 /// End-to-end outputs [1, k, 6] are sorted by score; among equal scores (random weights give

@@ -1,0 +1,67 @@
+import Dispatch
+import Tensor
+import YOLONet
+
+/// Summary of wall-time samples in milliseconds. The median and p10/p90 are defined as in
+/// ../shared/tools/peers.py (mean of the middle pair; sorted[n/10], sorted[9n/10]) so that
+/// ratios against the peers compare like with like.
+struct Latency: Encodable {
+    let median, mean, sd, p10, p90: Double
+    let samples: [Double]
+
+    init(samples: [Double]) {
+        precondition(!samples.isEmpty, "no samples")
+        let sorted = samples.sorted(), n = samples.count
+        median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+        let mean = samples.reduce(0, +) / Double(n)
+        self.mean = mean
+        sd = n > 1 ? (samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(n - 1)).squareRoot() : 0
+        p10 = sorted[n / 10]
+        p90 = sorted[n * 9 / 10]
+        self.samples = samples
+    }
+}
+
+private func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Double {
+    Double(end - start) / 1e6
+}
+
+/// Wall time of each of `iters` uninstrumented forward passes, after `warmup` untimed ones.
+func forwardMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws -> [Double] {
+    for _ in 0..<warmup { _ = try network.forward(x) }
+    return try (0..<iters).map { _ in
+        let start = DispatchTime.now().uptimeNanoseconds
+        _ = try network.forward(x)
+        return milliseconds(since: start)
+    }
+}
+
+/// Per-layer wall times of `iters` instrumented passes (after `warmup` untimed ones), as
+/// [layer][iteration], and each layer's output shape. Layer i runs from the previous layer's
+/// `observe` callback (the call, for layer 0) to its own; the head, which has no callback,
+/// from the last callback to the return.
+func layerMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws
+    -> (samples: [[Double]], shapes: [[Int]]) {
+    for _ in 0..<warmup { _ = try network.forward(x) }
+    let layers = network.nodes.count
+    var samples = [[Double]](repeating: [], count: layers)
+    var shapes = [[Int]](repeating: [], count: layers)
+    for _ in 0..<iters {
+        var last = DispatchTime.now().uptimeNanoseconds
+        let result = try network.forward(x) { i, y in
+            let now = DispatchTime.now().uptimeNanoseconds
+            samples[i].append(milliseconds(since: last, to: now))
+            shapes[i] = y.shape
+            last = now
+        }
+        samples[layers - 1].append(milliseconds(since: last))
+        shapes[layers - 1] = result.output.shape
+    }
+    return (samples, shapes)
+}
+
+/// sgemm throughput of a 1024³ product: the ceiling the per-layer GFLOP/s are compared with.
+func sgemmPeakGFLOPs(threads: Int) -> Double {
+    let n = 1024
+    return 2 * Double(n * n * n) / (medianSGEMMMilliseconds(m: n, n: n, k: n, threads: threads, iters: 10) * 1e6)
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import Tensor
+import YOLONet
+
+/// `yolo-bench --model yolo26n`: whole-model latency per thread count, then a per-layer table
+/// from a separate instrumented pass, like llama-bench.
+struct ModelBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "model", abstract: "Measure whole-model and per-layer latency of a YOLO model.")
+
+    @Option(help: ArgumentHelp("A .safetensors path, or a name looked up as <name>.safetensors in $YOLO_WEIGHTS_DIR, "
+        + "Weights/ and the download cache; a built-in architecture (yolo26n, yolo11x, …) without a file runs with random weights."))
+    var model: String
+
+    @Option(help: "Timed forward passes per run.")
+    var iters = 100
+
+    @Option(help: "Untimed forward passes before each timed series.")
+    var warmup = 10
+
+    @Option(help: "Side of the square input image.")
+    var imgsz = 640
+
+    @Option(help: "OpenBLAS thread counts, comma-separated; each is run.")
+    var threads = "\(ProcessInfo.processInfo.activeProcessorCount)"
+
+    @Option(help: "Times the whole measurement is repeated.")
+    var repetitions = 1
+
+    @Option(help: "Output format: \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var output: OutputFormat = .md
+
+    @Flag(inversion: .prefixedNo, help: "Time every top-level layer in a separate instrumented pass.")
+    var perLayer = true
+
+    @Option(help: "Also time decoding, preprocessing and postprocessing of this image (not available yet).")
+    var source: String?
+
+    func validate() throws {
+        guard iters >= 1 else { throw ValidationError("--iters must be at least 1, got \(iters)") }
+        guard warmup >= 0 else { throw ValidationError("--warmup must not be negative, got \(warmup)") }
+        guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1, got \(repetitions)") }
+        guard imgsz >= 1 else { throw ValidationError("--imgsz must be positive, got \(imgsz)") }
+        _ = try parseThreads(threads)
+        // Timing image decoding and pre/postprocessing needs YOLOCore's image pipeline, which
+        // does not exist yet; refusing is better than timing something else under that name.
+        if source != nil {
+            throw ValidationError("--source is not available yet: YOLOCore has no image preprocessing or postprocessing to time")
+        }
+    }
+
+    func run() throws {
+        try BLAS.load()
+        let threadCounts = try parseThreads(threads)
+        let bench = try BenchModel(model)
+        let network = bench.network
+        // Deterministic values in [0, 1) like a normalized image (Knuth's multiplicative hash).
+        let pixels = network.inputChannels * imgsz * imgsz
+        let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
+                       scalars: (0..<pixels).map { Float($0 * 2_654_435_761 % 4096) / 4096 })
+        try network.validate(input: x)
+        let flops = network.layerFLOPs(height: imgsz, width: imgsz)
+        let setup = BenchSetup(
+            model: bench.name, weights: bench.file ?? "random", parameters: network.parameterCount,
+            gflop: flops.reduce(0, +) / 1e9, imgsz: imgsz, iters: iters, warmup: warmup, repetitions: repetitions,
+            sgemmPeaks: threadCounts.map { ($0, sgemmPeakGFLOPs(threads: $0)) })
+        var report = Report(format: output, setup: setup)
+        report.begin()
+        for repetition in 1...repetitions {
+            for (t, peak) in setup.sgemmPeaks {
+                BLAS.threads = t
+                let latency = Latency(samples: try forwardMilliseconds(network, x, warmup: warmup, iters: iters))
+                var layers: [LayerRecord]?
+                if perLayer {
+                    let (samples, shapes) = try layerMilliseconds(network, x, warmup: warmup, iters: iters)
+                    let ms = samples.map { Latency(samples: $0).median }
+                    let total = ms.reduce(0, +)
+                    layers = network.nodes.indices.map { i in
+                        let gflop = flops[i] / 1e9, gflops = gflop / (ms[i] / 1e3)
+                        return LayerRecord(index: i, name: "model.\(i)", type: network.nodes[i].type, shape: shapes[i],
+                                           ms: ms[i], percent: 100 * ms[i] / total, gflop: gflop, gflops: gflops,
+                                           percentOfPeak: 100 * gflops / peak)
+                    }
+                }
+                report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency, layers: layers))
+            }
+        }
+        report.end()
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import XCTest
+
+/// Runs the built `yolo-bench` executable as a user would: exit status, stdout and stderr.
+/// Runs are short (`--imgsz 64`, a few iterations); models come from built-in architectures
+/// with random weights unless a test provides a weight directory.
+final class YOLOBenchTests: XCTestCase {
+    struct Result {
+        let status: Int32, stdout: String, stderr: String
+    }
+
+    /// The executable sits beside the test bundle in the build products directory.
+    static let executable = Bundle.main.bundleURL.appendingPathComponent("yolo-bench")
+
+    var scratch: URL!
+
+    struct NotBuilt: Error, CustomStringConvertible {
+        var description: String { "no yolo-bench executable at \(YOLOBenchTests.executable.path); `swift test` builds it" }
+    }
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else { throw NotBuilt() }
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-bench-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try FileManager.default.removeItem(at: scratch)
+    }
+
+    /// Runs in the scratch directory with `YOLO_WEIGHTS_DIR` = `weights` (default: the empty
+    /// scratch directory) and the download cache there too, so that no weight file is found by accident.
+    func bench(_ arguments: [String], weights: URL? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = scratch
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path]) { $1 }
+        // Files rather than pipes: a full pipe would block the child while we wait for it.
+        let out = scratch.appendingPathComponent("stdout"), err = scratch.appendingPathComponent("stderr")
+        try Data().write(to: out)
+        try Data().write(to: err)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+                      stderr: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    func benchJSON(_ arguments: [String], weights: URL? = nil) throws -> [[String: Any]] {
+        let result = try bench(arguments + ["--output", "json"], weights: weights)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]],
+                             result.stdout)
+    }
+
+    let short = ["--iters", "3", "--warmup", "1", "--imgsz", "64", "--threads", "1"]
+
+    func testRejectsBadArguments() throws {
+        for (arguments, message) in [
+            (["--threads", "1,x"], "thread count 'x'"), (["--threads", "0"], "thread count '0'"),
+            (["--output", "xml"], "xml"), (["--iters", "0"], "--iters"),
+            (["--source", "bus.jpg"], "not available yet"),
+        ] {
+            let result = try bench(["--model", "yolo26n"] + arguments)
+            XCTAssertNotEqual(result.status, 0, "\(arguments)")
+            XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            XCTAssertEqual(result.stdout, "", "\(arguments): nothing is measured")
+        }
+    }
+
+    func testUnknownModelIsAOneLineError() throws {
+        let result = try bench(["--model", "yolo99z"] + short)
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("unknown model 'yolo99z'"), result.stderr)
+        XCTAssertEqual(result.stderr.trimmingCharacters(in: .newlines).split(separator: "\n").count, 1, result.stderr)
+    }
+
+    /// One object per (threads, repetition) with every documented field.
+    func testJSONHasEveryField() throws {
+        let runs = try benchJSON(["--model", "yolo26n", "--iters", "3", "--warmup", "1", "--imgsz", "64",
+                                  "--threads", "1,2"])
+        XCTAssertEqual(runs.map { $0["threads"] as? Int }, [1, 2])
+        for run in runs {
+            for key in ["model", "imgsz", "threads", "iters", "latency_ms", "layers", "gflop", "peak_rss_mb", "build",
+                        "cpu", "timestamp", "parameters", "weights", "sgemm_peak_gflops", "images_per_second"] {
+                XCTAssertNotNil(run[key], "missing \(key)")
+            }
+            XCTAssertEqual(run["model"] as? String, "yolo26n")
+            XCTAssertEqual(run["imgsz"] as? Int, 64)
+            XCTAssertEqual(run["iters"] as? Int, 3)
+            XCTAssertNotNil(ISO8601DateFormatter().date(from: run["timestamp"] as? String ?? ""), "RFC 3339 timestamp")
+            let latency = try XCTUnwrap(run["latency_ms"] as? [String: Any])
+            for key in ["median", "mean", "sd", "p10", "p90"] { XCTAssertNotNil(latency[key] as? Double, key) }
+            XCTAssertGreaterThan(latency["median"] as? Double ?? 0, 0)
+            XCTAssertEqual((latency["samples"] as? [Double])?.count, 3)
+            let layers = try XCTUnwrap(run["layers"] as? [[String: Any]])
+            XCTAssertEqual(layers.count, 24, "yolo26n has 24 top-level layers")
+            XCTAssertEqual(layers.last?["type"] as? String, "Detect")
+            XCTAssertEqual(layers.last?["name"] as? String, "model.23")
+            for layer in layers {
+                for key in ["index", "name", "type", "shape", "ms", "percent", "gflop", "gflops"] {
+                    XCTAssertNotNil(layer[key], "layer \(layer["index"] ?? "?") misses \(key)")
+                }
+            }
+            XCTAssertEqual(layers.reduce(0) { $0 + ($1["gflop"] as? Double ?? 0) }, run["gflop"] as? Double ?? 0,
+                           accuracy: 1e-9)
+            XCTAssertEqual(layers.reduce(0) { $0 + ($1["percent"] as? Double ?? 0) }, 100, accuracy: 1e-6)
+        }
+    }
+
+    func testJSONLinesAndCSV() throws {
+        let arguments = ["--model", "yolo26n", "--repetitions", "2", "--no-per-layer"] + short
+        let lines = try bench(arguments + ["--output", "jsonl"])
+        XCTAssertEqual(lines.status, 0, lines.stderr)
+        let objects = lines.stdout.split(separator: "\n").map {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        XCTAssertEqual(objects.map { $0?["repetition"] as? Int }, [1, 2], lines.stdout)
+        XCTAssertTrue(objects.allSatisfy { $0?["layers"] == nil }, "--no-per-layer")
+
+        let csv = try bench(arguments + ["--output", "csv"])
+        XCTAssertEqual(csv.status, 0, csv.stderr)
+        let rows = csv.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        XCTAssertEqual(rows.count, 3, "a header and one row per run: \(csv.stdout)")
+        let header = rows[0].map(String.init)
+        for column in ["model", "imgsz", "threads", "iters", "median_ms", "mean_ms", "sd_ms", "p10_ms", "p90_ms",
+                       "gflop", "peak_rss_mb", "build", "cpu", "timestamp"] {
+            XCTAssertTrue(header.contains(column), "missing column \(column)")
+        }
+        for row in rows.dropFirst() {
+            XCTAssertEqual(row.count, header.count, "\(row)")
+            XCTAssertNotNil(Double(String(row[header.firstIndex(of: "median_ms")!])), "\(row)")
+        }
+    }
+
+    /// The instrumented pass times the same work as the uninstrumented one: the layers' medians
+    /// add up to the whole-model median. On a shared machine one run can be disturbed, so the
+    /// check passes if any of three runs agrees within 15 %.
+    func testLayersAddUpToWholeModel() throws {
+        var ratios = [Double]()
+        for _ in 0..<3 {
+            let run = try XCTUnwrap(try benchJSON(["--model", "yolo26n", "--iters", "8", "--warmup", "1", "--imgsz",
+                                                   "320", "--threads", "1"]).first)
+            let median = try XCTUnwrap((run["latency_ms"] as? [String: Any])?["median"] as? Double)
+            let layers = try XCTUnwrap(run["layers"] as? [[String: Any]])
+            ratios.append(layers.reduce(0) { $0 + ($1["ms"] as? Double ?? 0) } / median)
+            if abs(ratios.last! - 1) <= 0.15 { return }
+        }
+        XCTFail("sum of layer medians / whole-model median: \(ratios)")
+    }
+
+    func testRandomWeightsWhenNoFileIsFound() throws {
+        let result = try bench(["--model", "yolo11s", "--no-per-layer"] + short)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("random weights: latency does not depend on weight values"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("yolo11s (random)"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("| yolo11s | 9.44 M |"), "fused yolo11s parameters: \(result.stdout)")
+    }
+
+    /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
+    func testNameFindsTheWeightFile() throws {
+        // As in the other test targets: YOLO_WEIGHTS_DIR, else YOLO_SHARED_DIR/weights, else ../shared/weights.
+        let environment = ProcessInfo.processInfo.environment
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let shared = environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        let file = (environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } ?? shared.appendingPathComponent("weights"))
+            .appendingPathComponent("yolo26n.safetensors")
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            return XCTFail("test data not found at \(file.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
+        }
+        let directory = scratch.appendingPathComponent("weights")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let link = directory.appendingPathComponent("yolo11n.safetensors")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file)
+        let run = try XCTUnwrap(try benchJSON(["--model", "yolo11n", "--no-per-layer"] + short, weights: directory).first)
+        XCTAssertEqual(run["weights"] as? String, link.path)
+        XCTAssertEqual(run["parameters"] as? Int, 2_408_932, "the file's yolo26n graph, not the yolo11n architecture")
+    }
+}
