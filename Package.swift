@@ -17,7 +17,7 @@ let package = Package(
         // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
         .target(name: "Tensor"),
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
-        .systemLibrary(name: "CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CJPEG", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         // Public API.
         .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG"]),

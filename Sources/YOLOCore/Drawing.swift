@@ -12,19 +12,12 @@ package struct RGB: Sendable, Equatable {
     }
 }
 
-/// Ultralytics' `Colors.hexs` (8.4.190), indexed by class modulo 20, each with the label text
-/// colour `Annotator.get_txt_color` gives it: Ultralytics' dark navy #111F68 on the light
-/// colours, white on the others.
-private let palette: [(box: RGB, text: RGB)] = {
-    let navy = RGB(0x111F68), white = RGB(0xFFFFFF)
-    return [
-        (RGB(0x042AFF), white), (RGB(0x0BDBEB), navy), (RGB(0xF3F3F3), navy), (RGB(0x00DFB7), navy),
-        (RGB(0x111F68), white), (RGB(0xFF6FDD), navy), (RGB(0xFF444F), white), (RGB(0xCCED00), navy),
-        (RGB(0x00F344), navy), (RGB(0xBD00FF), white), (RGB(0x00B4FF), white), (RGB(0xDD00BA), white),
-        (RGB(0x00FFFF), navy), (RGB(0x26C000), white), (RGB(0x01FFB3), navy), (RGB(0x7D24FF), white),
-        (RGB(0x7B0068), white), (RGB(0xFF1B6C), white), (RGB(0xFC6D2F), white), (RGB(0xA2FF0B), navy),
-    ]
-}()
+/// Box colours by class index modulo 20: lime #CFFF1A for the first class (the product's
+/// default), then Ultralytics' `Colors.hexs` (8.4.190) entries 1…19.
+private let palette: [RGB] = [
+    0xCFFF1A, 0x0BDBEB, 0xF3F3F3, 0x00DFB7, 0x111F68, 0xFF6FDD, 0xFF444F, 0xCCED00, 0x00F344, 0xBD00FF,
+    0x00B4FF, 0xDD00BA, 0x00FFFF, 0x26C000, 0x01FFB3, 0x7D24FF, 0x7B0068, 0xFF1B6C, 0xFC6D2F, 0xA2FF0B,
+].map(RGB.init)
 
 extension DetectionResult {
     /// A copy of `image` with every box drawn the way Ultralytics' `Results.plot()` draws it
@@ -41,19 +34,19 @@ extension DetectionResult {
             throw YOLOError.invalidImage(source: path ?? "result",
                                          reason: "the result holds no image (results decoded from JSON do not); annotate a result returned by predict")
         }
-        let width: Int
+        let thickness: Int
         if let lineWidth {
             guard !lineWidth.isNaN else {
                 throw YOLOError.invalidConfiguration(field: "lineWidth", value: "nan", reason: "must be a number in 0.5…3")
             }
-            width = max(1, Int(min(max(lineWidth, 0.5), 3).rounded()))
+            thickness = max(1, Int(min(max(lineWidth, 0.5), 3).rounded()))
         } else {
             let derived = (Double(canvas.height + canvas.width + 3) / 2 * 0.003).rounded(.toNearestOrEven)
-            width = max(Int(derived), 2)
+            thickness = max(Int(derived), 2)
         }
         // Lowest confidence first, so the most confident box ends on top, as in Ultralytics.
         for box in boxes.reversed() {
-            canvas.drawLabeledBox(box, lineWidth: width)
+            canvas.drawLabeledBox(box, lineWidth: thickness)
         }
         return canvas
     }
@@ -109,20 +102,23 @@ extension Image {
     /// line width so capitals are 7·lineWidth pixels tall, the cap height of OpenCV's Hershey font
     /// at Ultralytics' font scale lineWidth / 3.
     mutating func drawLabeledBox(_ box: Box, lineWidth: Int) {
-        // Coordinates this far out are clipped anyway; the bound keeps Int(_:) from trapping.
         guard box.xyxy.count == 4, box.xyxy.allSatisfy({ $0.isFinite }) else { return }
+        // Coordinates this far out are clipped anyway; the bound keeps Int(_:) from trapping.
         let c = box.xyxy.map { Int(min(max($0, -1e6), 1e6)) }
-        let colors = palette[(box.cls % palette.count + palette.count) % palette.count]
-        strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: colors.box)
+        let color = palette[(box.cls % palette.count + palette.count) % palette.count]
+        strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: color)
 
         let label = "\(box.name) \(String(format: "%.2f", Double(box.conf)))"
         let scale = lineWidth, text = Self.textSize(label, scale: scale)
         let pillWidth = text.width + 2 * scale, pillHeight = text.height + 2
         let outside = c[1] >= pillHeight
-        let left = min(c[0], width - pillWidth)  // shifted left rather than cut at the right edge
+        // Ultralytics shifts a label that would cross the right edge inside; this also does it at
+        // the left edge, for boxes starting outside the image.
+        let left = max(min(c[0], width - pillWidth), 0)
         let top = outside ? c[1] - pillHeight : c[1]
-        fillRectangle(x0: left, y0: top, x1: left + pillWidth, y1: top + pillHeight, color: colors.box)
-        drawText(label, x: left + scale, y: top + 1, scale: scale, color: colors.text)
+        // A black pill with white text reads on any box colour.
+        fillRectangle(x0: left, y0: top, x1: left + pillWidth, y1: top + pillHeight, color: RGB(0x000000))
+        drawText(label, x: left + scale, y: top + 1, scale: scale, color: RGB(0xFFFFFF))
     }
 }
 

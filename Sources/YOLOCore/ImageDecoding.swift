@@ -56,6 +56,10 @@ enum JPEG {
         guard tjDecompressHeader3(handle, jpeg, size, &width, &height, &subsampling, &colorspace) == 0 else {
             throw ImageError.corrupt(file: source, reason: String(cString: tjGetErrorStr2(handle)))
         }
+        // TurboJPEG reads a stream that ends within the header as tables only, of size 0×0.
+        guard width > 0, height > 0 else {
+            throw ImageError.corrupt(file: source, reason: "no frame header: the data ends early or holds only tables")
+        }
         try Image.checkSize(width: Int(width), height: Int(height), source: source)
         // libjpeg cannot convert CMYK to RGB; OpenCV asks for CMYK and converts itself.
         let cmyk = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
@@ -89,7 +93,7 @@ enum JPEG {
         for i in 0..<cmyk.count / 4 {
             let k = Int(cmyk[4 * i + 3])
             for c in 0..<3 {
-                rgb[3 * i + c] = UInt8(k - ((255 - Int(cmyk[4 * i + c])) * k >> 8))
+                rgb[3 * i + c] = UInt8(k - (((255 - Int(cmyk[4 * i + c])) * k) >> 8))
             }
         }
         return rgb

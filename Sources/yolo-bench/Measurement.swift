@@ -22,7 +22,7 @@ struct Latency: Encodable {
     }
 }
 
-private func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Double {
+func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Double {
     Double(end - start) / 1e6
 }
 

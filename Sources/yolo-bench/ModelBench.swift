@@ -34,7 +34,7 @@ struct ModelBench: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Time every top-level layer in a separate instrumented pass.")
     var perLayer = true
 
-    @Option(help: "Also time decoding, preprocessing and postprocessing of this image (not available yet).")
+    @Option(help: "Also time this image through YOLOCore's prediction: decoding, preprocessing, inference, postprocessing.")
     var source: String?
 
     func validate() throws {
@@ -43,11 +43,6 @@ struct ModelBench: ParsableCommand {
         guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1, got \(repetitions)") }
         guard imgsz >= 1 else { throw ValidationError("--imgsz must be positive, got \(imgsz)") }
         _ = try parseThreads(threads)
-        // Timing image decoding and pre/postprocessing needs YOLOCore's image pipeline, which
-        // does not exist yet; refusing is better than timing something else under that name.
-        if source != nil {
-            throw ValidationError("--source is not available yet: YOLOCore has no image preprocessing or postprocessing to time")
-        }
     }
 
     func run() throws {
@@ -60,6 +55,7 @@ struct ModelBench: ParsableCommand {
         let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
                        scalars: (0..<pixels).map { Float($0 * 2_654_435_761 % 4096) / 4096 })
         try network.validate(input: x)
+        let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
         let setup = BenchSetup(
             model: bench.name, weights: bench.file ?? "random", parameters: network.parameterCount,
@@ -83,7 +79,8 @@ struct ModelBench: ParsableCommand {
                                            percentOfPeak: 100 * gflops / peak)
                     }
                 }
-                report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency, layers: layers))
+                report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency,
+                                     layers: layers, pipeline: try pipeline?.measure(warmup: warmup, iters: iters)))
             }
         }
         report.end()

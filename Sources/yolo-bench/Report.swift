@@ -48,6 +48,8 @@ struct RunRecord: Encodable {
     let sgemmPeakGflops: Double
     /// nil with `--no-per-layer`.
     let layers: [LayerRecord]?
+    /// nil without `--source`.
+    let pipeline: PipelineRecord?
     let peakRssMb: Double
     let build: String
     let buildType: String
@@ -56,13 +58,14 @@ struct RunRecord: Encodable {
     let blasCore: String
     let timestamp: String
 
-    init(setup: BenchSetup, threads: Int, sgemmPeak: Double, repetition: Int, latency: Latency, layers: [LayerRecord]?) {
+    init(setup: BenchSetup, threads: Int, sgemmPeak: Double, repetition: Int, latency: Latency, layers: [LayerRecord]?,
+         pipeline: PipelineRecord?) {
         (model, weights, parameters, gflop, imgsz) = (setup.model, setup.weights, setup.parameters, setup.gflop, setup.imgsz)
         (self.threads, self.repetition, iters, warmup) = (threads, repetition, setup.iters, setup.warmup)
         latencyMs = latency
         imagesPerSecond = 1e3 / latency.median
         sgemmPeakGflops = sgemmPeak
-        self.layers = layers
+        (self.layers, self.pipeline) = (layers, pipeline)
         peakRssMb = Double(peakRSSKilobytes()) / 1024
         (build, buildType) = (buildCommit, buildKind)
         (cpu, simd, blasCore) = (CPU.modelName, CPU.simdLevel, BLAS.coreName)
@@ -140,7 +143,10 @@ struct Report {
     func end() {
         switch format {
         case .md:
-            for run in runs { if let layers = run.layers { emit(layerTable(run, layers)) } }
+            for run in runs {
+                if let layers = run.layers { emit(layerTable(run, layers)) }
+                if let pipeline = run.pipeline { emit(pipelineTable(run, pipeline)) }
+            }
             let rss = runs.map(\.peakRssMb).max() ?? 0
             emit("\nbuild: \(buildCommit) (\(buildKind)), peak RSS \(fixed(rss, 1)) MB")
         case .json:
@@ -150,12 +156,16 @@ struct Report {
         }
     }
 
+    /// "yolo26n, 2 threads" (and the repetition when there are several).
+    private func title(_ run: RunRecord) -> String {
+        "### \(run.model), \(threadsText(run.threads))" + (setup.repetitions > 1 ? ", repetition \(run.repetition)" : "")
+    }
+
     private func layerTable(_ run: RunRecord, _ layers: [LayerRecord]) -> String {
         let total = layers.reduce(0) { $0 + $1.ms }
-        let repetition = setup.repetitions > 1 ? ", repetition \(run.repetition)" : ""
         var lines = [
             "",
-            "### \(run.model), \(threadsText(run.threads))\(repetition): per layer, median of \(run.iters) instrumented passes "
+            "\(title(run)): per layer, median of \(run.iters) instrumented passes "
                 + "(sgemm peak \(fixed(run.sgemmPeakGflops, 1)) GFLOP/s)",
             "",
             "| # | name | type | output shape | ms | % | GFLOP | GFLOP/s | % peak |",
@@ -175,9 +185,25 @@ struct Report {
             + "of the uninstrumented median \(fixed(run.latencyMs.median, 2)) ms")
         return lines.joined(separator: "\n")
     }
+
+    private func pipelineTable(_ run: RunRecord, _ pipeline: PipelineRecord) -> String {
+        let shape = pipeline.inputShape.map(String.init).joined(separator: "×")
+        return ([
+            "",
+            "\(title(run)): \(pipeline.source) through YOLOCore (input \(shape)), median of \(run.iters)",
+            "",
+            "| stage | median ms | mean ± sd ms | p10 ms | p90 ms |",
+            "|---|---:|---:|---:|---:|",
+        ] + pipeline.stages.map { name, l in
+            "| \(name) | \(fixed(l.median, 2)) | \(fixed(l.mean, 2)) ± \(fixed(l.sd, 2)) | \(fixed(l.p10, 2)) | \(fixed(l.p90, 2)) |"
+        } + [
+            "| total (sum of medians) | \(fixed(pipeline.stages.reduce(0) { $0 + $1.latency.median }, 2)) | | | |",
+        ]).joined(separator: "\n")
+    }
 }
 
-/// Flat CSV columns: every scalar of `RunRecord`, latency spread out, no samples or layers.
+/// Flat CSV columns: every scalar of `RunRecord`, latency spread out, no samples or layers;
+/// the `--source` stage medians are empty without it.
 private let csvColumns: [(name: String, value: @Sendable (RunRecord) -> String)] = [
     ("model", \.model), ("weights", \.weights), ("parameters", { "\($0.parameters)" }), ("gflop", { "\($0.gflop)" }),
     ("imgsz", { "\($0.imgsz)" }), ("threads", { "\($0.threads)" }), ("repetition", { "\($0.repetition)" }),
@@ -187,6 +213,10 @@ private let csvColumns: [(name: String, value: @Sendable (RunRecord) -> String)]
     ("images_per_second", { "\($0.imagesPerSecond)" }), ("sgemm_peak_gflops", { "\($0.sgemmPeakGflops)" }),
     ("peak_rss_mb", { "\($0.peakRssMb)" }), ("build", \.build), ("build_type", \.buildType), ("cpu", \.cpu),
     ("simd", \.simd), ("blas_core", \.blasCore), ("timestamp", \.timestamp),
+    ("decode_ms", { $0.pipeline.map { "\($0.decode.median)" } ?? "" }),
+    ("preprocess_ms", { $0.pipeline.map { "\($0.preprocess.median)" } ?? "" }),
+    ("inference_ms", { $0.pipeline.map { "\($0.inference.median)" } ?? "" }),
+    ("postprocess_ms", { $0.pipeline.map { "\($0.postprocess.median)" } ?? "" }),
 ]
 
 /// RFC 4180: quote a field holding a comma, quote or line break; double inner quotes.

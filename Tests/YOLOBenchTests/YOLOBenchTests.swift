@@ -9,17 +9,20 @@ final class YOLOBenchTests: XCTestCase {
         let status: Int32, stdout: String, stderr: String
     }
 
+    /// Missing test data or executable fails the test, as in the other test targets.
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// The executable sits beside the test bundle in the build products directory.
     static let executable = Bundle.main.bundleURL.appendingPathComponent("yolo-bench")
 
     var scratch: URL!
 
-    struct NotBuilt: Error, CustomStringConvertible {
-        var description: String { "no yolo-bench executable at \(YOLOBenchTests.executable.path); `swift test` builds it" }
-    }
-
     override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else { throw NotBuilt() }
+        guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
+            throw Missing(description: "no yolo-bench executable at \(Self.executable.path); `swift test` builds it")
+        }
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-bench-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
     }
@@ -62,7 +65,7 @@ final class YOLOBenchTests: XCTestCase {
         for (arguments, message) in [
             (["--threads", "1,x"], "thread count 'x'"), (["--threads", "0"], "thread count '0'"),
             (["--output", "xml"], "xml"), (["--iters", "0"], "--iters"),
-            (["--source", "bus.jpg"], "not available yet"),
+            (["--source", "bus.jpg"], "--source needs a weight file"),
         ] {
             let result = try bench(["--model", "yolo26n"] + arguments)
             XCTAssertNotEqual(result.status, 0, "\(arguments)")
@@ -160,19 +163,25 @@ final class YOLOBenchTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("| yolo11s | 9.44 M |"), "fused yolo11s parameters: \(result.stdout)")
     }
 
-    /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
-    func testNameFindsTheWeightFile() throws {
-        // As in the other test targets: YOLO_WEIGHTS_DIR, else YOLO_SHARED_DIR/weights, else ../shared/weights.
+    /// A file of the shared test data, as in the other test targets: `YOLO_SHARED_DIR`, else
+    /// ../shared beside the package; weights in `YOLO_WEIGHTS_DIR`, else its weights/.
+    func shared(_ kind: String, _ name: String) throws -> URL {
         let environment = ProcessInfo.processInfo.environment
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let shared = environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
             ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
-        let file = (environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } ?? shared.appendingPathComponent("weights"))
-            .appendingPathComponent("yolo26n.safetensors")
-        guard FileManager.default.fileExists(atPath: file.path) else {
-            return XCTFail("test data not found at \(file.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
+        let directory = kind == "weights" ? environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } : nil
+        let url = (directory ?? shared.appendingPathComponent(kind)).appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw Missing(description: "test data not found at \(url.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
         }
+        return url
+    }
+
+    /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
+    func testNameFindsTheWeightFile() throws {
+        let file = try shared("weights", "yolo26n.safetensors")
         let directory = scratch.appendingPathComponent("weights")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let link = directory.appendingPathComponent("yolo11n.safetensors")
@@ -180,5 +189,17 @@ final class YOLOBenchTests: XCTestCase {
         let run = try XCTUnwrap(try benchJSON(["--model", "yolo11n", "--no-per-layer"] + short, weights: directory).first)
         XCTAssertEqual(run["weights"] as? String, link.path)
         XCTAssertEqual(run["parameters"] as? Int, 2_408_932, "the file's yolo26n graph, not the yolo11n architecture")
+    }
+
+    /// `--source` times every stage of YOLOCore's prediction on the letterboxed image.
+    func testSourceTimesEveryStage() throws {
+        let weights = try shared("weights", "yolo26n.safetensors"), image = try shared("images", "bus.jpg")
+        let run = try XCTUnwrap(try benchJSON(["--model", weights.path, "--source", image.path, "--no-per-layer"] + short)
+            .first)
+        let pipeline = try XCTUnwrap(run["pipeline"] as? [String: Any])
+        XCTAssertEqual(pipeline["input_shape"] as? [Int], [1, 3, 64, 64])
+        for stage in ["decode", "preprocess", "inference", "postprocess"] {
+            XCTAssertEqual(((pipeline[stage] as? [String: Any])?["samples"] as? [Double])?.count, 3, stage)
+        }
     }
 }

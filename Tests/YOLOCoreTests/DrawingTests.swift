@@ -4,7 +4,8 @@ import YOLOCore
 
 final class DrawingTests: XCTestCase {
     private let gray: [UInt8] = [100, 100, 100]
-    private let blue: [UInt8] = [0x04, 0x2A, 0xFF]  // Ultralytics palette[0]
+    private let lime: [UInt8] = [0xCF, 0xFF, 0x1A]  // palette[0]
+    private let black: [UInt8] = [0, 0, 0]  // label pill
     private let cyan: [UInt8] = [0x0B, 0xDB, 0xEB]  // palette[1]
 
     private func canvas(width: Int, height: Int, value: UInt8 = 100) throws -> Image {
@@ -52,20 +53,30 @@ final class DrawingTests: XCTestCase {
         let out = try result(image, [([30, 60, 150, 110], 0)]).annotated(lineWidth: 2)
         let label = Image.textSize("person 0.87", scale: 2)
         let pillRight = 30 + label.width + 4, pillTop = 60 - (label.height + 2)
-        XCTAssertEqual(pixel(out, 30, pillTop), blue, "pill top-left corner")
-        XCTAssertEqual(pixel(out, pillRight - 1, 58), blue, "pill bottom-right corner")
+        XCTAssertEqual(pixel(out, 30, pillTop), black, "pill top-left corner")
+        XCTAssertEqual(pixel(out, pillRight - 1, 58), black, "pill bottom-right corner")
         XCTAssertEqual(pixel(out, 30, pillTop - 1), gray, "above the pill")
         XCTAssertEqual(pixel(out, pillRight, pillTop), gray, "right of the pill")
         var white = 0
         for y in pillTop..<60 {
             for x in 30..<pillRight where pixel(out, x, y) == [255, 255, 255] { white += 1 }
         }
-        XCTAssertGreaterThan(white, 50, "white text on palette[0]")
+        XCTAssertGreaterThan(white, 50, "white text on the black pill")
 
         // A box at the top edge has its label inside, hanging from the top line.
         let top = try result(image, [([30, 5, 150, 110], 0)]).annotated(lineWidth: 2)
-        XCTAssertEqual(pixel(top, 30, 5 + label.height + 1), blue, "pill bottom inside the box")
+        XCTAssertEqual(pixel(top, 30, 5 + label.height + 1), black, "pill bottom inside the box")
         XCTAssertEqual(pixel(top, 31, 5 + label.height + 2), gray, "below the inside pill")
+
+        // Labels that would cross the left or right edge are shifted inside.
+        let pillWidth = label.width + 4
+        let left = try result(image, [([-20, 60, 100, 110], 0)]).annotated(lineWidth: 2)
+        XCTAssertEqual(pixel(left, 0, pillTop), black, "pill starts at the left edge")
+        XCTAssertEqual(pixel(left, pillWidth, pillTop), gray, "right of the shifted pill")
+        let right = try result(image, [([180, 60, 199, 110], 0)]).annotated(lineWidth: 2)
+        XCTAssertEqual(pixel(right, 199, pillTop), black, "pill ends at the right edge")
+        XCTAssertEqual(pixel(right, 200 - pillWidth, pillTop), black, "pill start")
+        XCTAssertEqual(pixel(right, 199 - pillWidth, pillTop), gray, "left of the shifted pill")
     }
 
     func testBoxesAtAndBeyondTheEdgesDoNotCrash() throws {
@@ -76,7 +87,7 @@ final class DrawingTests: XCTestCase {
         ]
         let out = try result(image, boxes).annotated()
         XCTAssertEqual(out.pixels.count, image.pixels.count)
-        XCTAssertEqual(pixel(out, 0, 30), blue, "full-image box drawn on its left edge")
+        XCTAssertEqual(pixel(out, 0, 30), lime, "full-image box drawn on its left edge")
     }
 
     func testEmptyResultReturnsTheImageUnchanged() throws {
@@ -88,12 +99,12 @@ final class DrawingTests: XCTestCase {
         // max(round((h + w + 3) / 2 · 0.003), 2): 2 for 640×480, 3 for 1280×720.
         for (width, height, expected) in [(640, 480, 2), (1280, 720, 3)] {
             let out = try result(try canvas(width: width, height: height), [([100, 200, 400, 400], 0)]).annotated()
-            let left = (0..<width).filter { pixel(out, $0, 300) == blue }
+            let left = (0..<width).filter { pixel(out, $0, 300) == lime }
             XCTAssertEqual(left.count, 2 * expected, "\(width)×\(height): two vertical lines")
         }
         let image = try canvas(width: 640, height: 480)
         let thick = try result(image, [([100, 200, 400, 400], 0)]).annotated(lineWidth: 10)
-        XCTAssertEqual((0..<640).filter { pixel(thick, $0, 300) == blue }.count, 6, "clamped to 3")
+        XCTAssertEqual((0..<640).filter { pixel(thick, $0, 300) == lime }.count, 6, "clamped to 3")
         XCTAssertThrowsError(try result(image, []).annotated(lineWidth: .nan))
     }
 
