@@ -87,7 +87,7 @@ enum JPEG {
         return image.applyingOrientation(exifOrientation(bytes))
     }
 
-    /// OpenCV's `icvCvt_CMYK2BGR_8u_C4C3R` on libjpeg's CMYK output (Adobe-inverted samples).
+    /// OpenCV's `icvCvt_CMYK2BGR_8u_C4C3R` on libjpeg's CMYK output.
     private static func cmykToRGB(_ cmyk: [UInt8]) -> [UInt8] {
         var rgb = [UInt8](repeating: 0, count: cmyk.count / 4 * 3)
         for i in 0..<cmyk.count / 4 {

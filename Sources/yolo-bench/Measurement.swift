@@ -22,6 +22,7 @@ struct Latency: Encodable {
     }
 }
 
+/// Milliseconds between two `DispatchTime` readings (monotonic clock, nanoseconds).
 func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Double {
     Double(end - start) / 1e6
 }

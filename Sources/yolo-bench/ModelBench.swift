@@ -67,22 +67,24 @@ struct ModelBench: ParsableCommand {
             for (t, peak) in setup.sgemmPeaks {
                 BLAS.threads = t
                 let latency = Latency(samples: try forwardMilliseconds(network, x, warmup: warmup, iters: iters))
-                var layers: [LayerRecord]?
-                if perLayer {
-                    let (samples, shapes) = try layerMilliseconds(network, x, warmup: warmup, iters: iters)
-                    let ms = samples.map { Latency(samples: $0).median }
-                    let total = ms.reduce(0, +)
-                    layers = network.nodes.indices.map { i in
-                        let gflop = flops[i] / 1e9, gflops = gflop / (ms[i] / 1e3)
-                        return LayerRecord(index: i, name: "model.\(i)", type: network.nodes[i].type, shape: shapes[i],
-                                           ms: ms[i], percent: 100 * ms[i] / total, gflop: gflop, gflops: gflops,
-                                           percentOfPeak: 100 * gflops / peak)
-                    }
-                }
+                let layers = perLayer ? try layerRecords(network, x, flops: flops, sgemmPeak: peak) : nil
                 report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency,
                                      layers: layers, pipeline: try pipeline?.measure(warmup: warmup, iters: iters)))
             }
         }
         report.end()
+    }
+
+    /// The per-layer table of one instrumented series: median ms per layer, and its FLOP rate.
+    private func layerRecords(_ network: Network, _ x: Tensor, flops: [Double], sgemmPeak: Double) throws -> [LayerRecord] {
+        let (samples, shapes) = try layerMilliseconds(network, x, warmup: warmup, iters: iters)
+        let ms = samples.map { Latency(samples: $0).median }
+        let total = ms.reduce(0, +)
+        return network.nodes.indices.map { i in
+            let gflop = flops[i] / 1e9, gflops = gflop / (ms[i] / 1e3)
+            return LayerRecord(index: i, name: "model.\(i)", type: network.nodes[i].type, shape: shapes[i], ms: ms[i],
+                               percent: 100 * ms[i] / total, gflop: gflop, gflops: gflops,
+                               percentOfPeak: 100 * gflops / sgemmPeak)
+        }
     }
 }
