@@ -13,7 +13,7 @@ final class DownloadTests: XCTestCase {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-download-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("www"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: root.appendingPathComponent("cache"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: try weightsFile("yolo26n"), to: root.appendingPathComponent("www/yolo26n.safetensors"))
+        try FileManager.default.copyItem(at: try weightsFile("yolo26n"), to: root.appendingPathComponent("www/yolo26n-served.safetensors"))
         setenv("YOLO_CACHE_DIR", root.appendingPathComponent("cache").path, 1)
         port = Int.random(in: 20_000..<60_000)
         let process = Process()
@@ -47,11 +47,11 @@ final class DownloadTests: XCTestCase {
     }
 
     func testDownloadsOnceVerifiesAndLoadsFromCache() async throws {
-        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n.safetensors")!
+        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
         let digest = SHA256.hexDigest(try Data(contentsOf: try weightsFile("yolo26n")))
         let model = try await YOLO(url: url, sha256: digest)
         XCTAssertEqual(model.names[0], "person")
-        let cached = root.appendingPathComponent("cache/yolo26n.safetensors")
+        let cached = root.appendingPathComponent("cache/yolo26n-served.safetensors")
         XCTAssertEqual(model.url.standardizedFileURL.path, cached.standardizedFileURL.path)
         // With the server gone, the cache still serves the model.
         server?.terminate()
@@ -59,11 +59,11 @@ final class DownloadTests: XCTestCase {
         let again = try await YOLO(url: url, sha256: digest)
         XCTAssertEqual(again.url.path, model.url.path)
         // And the name lookup finds it in the cache.
-        XCTAssertEqual(try ModelLocator.url(for: "yolo26n").standardizedFileURL.path, cached.standardizedFileURL.path)
+        XCTAssertEqual(try ModelLocator.url(for: "yolo26n-served").standardizedFileURL.path, cached.standardizedFileURL.path)
     }
 
     func testChecksumMismatchLeavesNoFileInTheCache() async throws {
-        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n.safetensors")!
+        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
         do {
             _ = try await YOLO(url: url, sha256: String(repeating: "0", count: 64))
             XCTFail("expected a checksum error")
