@@ -20,8 +20,16 @@ extension UnsafeMutablePointer where Pointee == Float {
 /// [-87, 88] so 2ⁿ stays a normal float; exp(-87) ≈ 1.6e-38 stands in for anything smaller.
 @inlinable @inline(__always)
 public func exp(_ v: Vec16) -> Vec16 {
-    let x = v.clamped(lowerBound: Vec16(repeating: -87), upperBound: Vec16(repeating: 88))
-    let n = (x * 1.44269504088896341).rounded(.toNearestOrEven)
+    // Compare-and-blend: `clamped(lowerBound:upperBound:)` checks its bounds lane by lane.
+    var x = v
+    x.replace(with: -87, where: x .< -87)
+    x.replace(with: 88, where: x .> 88)
+    // Adding 1.5·2²³ rounds x·log2(e) to the nearest integer (ties to even) and leaves it in the
+    // low mantissa bits: n and 2ⁿ come out without a float→int conversion, which Swift's
+    // generic SIMD conversion would do one lane at a time.
+    let magic = Vec16(repeating: 12_582_912)
+    let t = x * 1.44269504088896341 + magic
+    let n = t - magic
     var r = x - n * 0.693359375
     r = r - n * -2.12194440e-4
     var p = Vec16(repeating: 1.9875691500e-4)
@@ -31,7 +39,7 @@ public func exp(_ v: Vec16) -> Vec16 {
     p = p * r + 1.6666665459e-1
     p = p * r + 5.0000001201e-1
     p = p * r * r + r + 1
-    let bits = (SIMD16<Int32>(n) &+ 127) &<< 23
+    let bits = (unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
     return p * unsafeBitCast(bits, to: Vec16.self)
 }
 
