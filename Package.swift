@@ -32,6 +32,6 @@ let package = Package(
         .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
         .testTarget(name: "YOLONetTests", dependencies: ["YOLONet"]),
         .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore"]),
-        .testTarget(name: "YOLOBenchTests"),
+        .testTarget(name: "CommandLineTests"),
     ]
 )

@@ -5,15 +5,6 @@ import XCTest
 /// Runs are short (`--imgsz 64`, a few iterations); models come from built-in architectures
 /// with random weights unless a test provides a weight directory.
 final class YOLOBenchTests: XCTestCase {
-    struct Result {
-        let status: Int32, stdout: String, stderr: String
-    }
-
-    /// Missing test data or executable fails the test, as in the other test targets.
-    struct Missing: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// The executable sits beside the test bundle in the build products directory.
     static let executable = Bundle.main.bundleURL.appendingPathComponent("yolo-bench")
 
@@ -21,7 +12,7 @@ final class YOLOBenchTests: XCTestCase {
 
     override func setUpWithError() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
-            throw Missing(description: "no yolo-bench executable at \(Self.executable.path); `swift test` builds it")
+            throw MissingTestInput(description: "no yolo-bench executable at \(Self.executable.path); `swift test` builds it")
         }
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-bench-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -33,23 +24,9 @@ final class YOLOBenchTests: XCTestCase {
 
     /// Runs in the scratch directory with `YOLO_WEIGHTS_DIR` = `weights` (default: the empty
     /// scratch directory) and the download cache there too, so that no weight file is found by accident.
-    func bench(_ arguments: [String], weights: URL? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = scratch
-        process.environment = ProcessInfo.processInfo.environment.merging(
-            ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path]) { $1 }
-        // Files rather than pipes: a full pipe would block the child while we wait for it.
-        let out = scratch.appendingPathComponent("stdout"), err = scratch.appendingPathComponent("stderr")
-        try Data().write(to: out)
-        try Data().write(to: err)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
-                      stderr: try String(contentsOf: err, encoding: .utf8))
+    func bench(_ arguments: [String], weights: URL? = nil) throws -> CommandResult {
+        try runCommand(Self.executable, arguments, in: scratch,
+                       environment: ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path])
     }
 
     func benchJSON(_ arguments: [String], weights: URL? = nil) throws -> [[String: Any]] {
@@ -163,25 +140,9 @@ final class YOLOBenchTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("| yolo11s | 9.44 M |"), "fused yolo11s parameters: \(result.stdout)")
     }
 
-    /// A file of the shared test data, as in the other test targets: `YOLO_SHARED_DIR`, else
-    /// ../shared beside the package; weights in `YOLO_WEIGHTS_DIR`, else its weights/.
-    func shared(_ kind: String, _ name: String) throws -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let shared = environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
-        let directory = kind == "weights" ? environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } : nil
-        let url = (directory ?? shared.appendingPathComponent(kind)).appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw Missing(description: "test data not found at \(url.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
-        }
-        return url
-    }
-
     /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
     func testNameFindsTheWeightFile() throws {
-        let file = try shared("weights", "yolo26n.safetensors")
+        let file = try sharedFile("weights", "yolo26n.safetensors")
         let directory = scratch.appendingPathComponent("weights")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let link = directory.appendingPathComponent("yolo11n.safetensors")
@@ -193,7 +154,7 @@ final class YOLOBenchTests: XCTestCase {
 
     /// `--source` times every stage of YOLOCore's prediction on the letterboxed image.
     func testSourceTimesEveryStage() throws {
-        let weights = try shared("weights", "yolo26n.safetensors"), image = try shared("images", "bus.jpg")
+        let weights = try sharedFile("weights", "yolo26n.safetensors"), image = try sharedFile("images", "bus.jpg")
         let run = try XCTUnwrap(try benchJSON(["--model", weights.path, "--source", image.path, "--no-per-layer"] + short)
             .first)
         let pipeline = try XCTUnwrap(run["pipeline"] as? [String: Any])

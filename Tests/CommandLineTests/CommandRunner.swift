@@ -1,0 +1,46 @@
+import Foundation
+
+struct CommandResult {
+    let status: Int32, stdout: String, stderr: String
+}
+
+/// A missing executable or test data fails the test, as in the other test targets.
+struct MissingTestInput: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs a built executable as a user would, in `directory`, with `environment` added to ours.
+func runCommand(_ executable: URL, _ arguments: [String], in directory: URL,
+                environment: [String: String]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    // Files rather than pipes: a full pipe would block the child while we wait for it.
+    let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+    try Data().write(to: out)
+    try Data().write(to: err)
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    try process.run()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+                         stderr: try String(contentsOf: err, encoding: .utf8))
+}
+
+/// A file of the shared test data, as in the other test targets: `YOLO_SHARED_DIR`, else
+/// ../shared beside the package; weights in `YOLO_WEIGHTS_DIR`, else its weights/.
+func sharedFile(_ kind: String, _ name: String) throws -> URL {
+    let environment = ProcessInfo.processInfo.environment
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    let shared = environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
+        ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+    let directory = kind == "weights" ? environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } : nil
+    let url = (directory ?? shared.appendingPathComponent(kind)).appendingPathComponent(name)
+    guard FileManager.default.fileExists(atPath: url.path) else {
+        throw MissingTestInput(description: "test data not found at \(url.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
+    }
+    return url
+}
