@@ -1,15 +1,22 @@
 import Tensor
 
-/// What a detection head produces for one image.
-package struct DetectOutput: Sendable {
-    /// End-to-end heads: [1, k, 6] rows of (x1, y1, x2, y2, score, class) in input pixels,
-    /// sorted by score, k = min(maxDetections, anchors). Other heads: [1, 4 + nc, anchors]
-    /// rows of (cx, cy, w, h) then class probabilities.
+/// What a head produces for one image.
+package struct HeadOutput: Sendable {
+    /// The inference output, as Ultralytics' head returns it:
+    /// - detect, end-to-end: [1, k, 6] rows of (x1, y1, x2, y2, score, class) in input pixels,
+    ///   sorted by score, k = min(300, anchors); segment adds 32 mask coefficients per row, pose
+    ///   adds (x, y, visibility) per keypoint in input pixels, obb is (cx, cy, w, h, score,
+    ///   class, angle in radians).
+    /// - detect, one-to-many (legacy): [1, 4 + nc, anchors] rows of (cx, cy, w, h) then class
+    ///   probabilities.
+    /// - classify: [1, nc] probabilities.
     package let output: Tensor
-    /// Box regression before decoding: [1, 4 · regMax, anchors].
-    package let boxes: Tensor
-    /// Class logits before the sigmoid: [1, nc, anchors].
-    package let scores: Tensor
+    /// Segmentation prototypes [1, 32, H/4, W/4].
+    package let protos: Tensor?
+    /// The head's maps before decoding, named like the reference files' `output.1.*`:
+    /// "boxes" [1, 4 · regMax, anchors], "scores" (class logits) [1, nc, anchors], and per task
+    /// "mask_coefficient", "kpts" or "angle".
+    package let raw: [String: Tensor]
 }
 
 /// Ultralytics `Detect`: per level a box branch (Conv 3×3, Conv 3×3, Conv2d 1×1 → 4·regMax)
@@ -58,7 +65,7 @@ struct Detect: Sendable {
     }
 
     /// features: one [1, C_i, H_i, W_i] map per level; `strides` the input-to-map ratio of each.
-    func callAsFunction(_ features: [Tensor], strides: [Int]) -> DetectOutput {
+    func callAsFunction(_ features: [Tensor], strides: [Int]) -> HeadOutput {
         var boxMaps = [Tensor](), clsMaps = [Tensor]()
         for (i, x) in features.enumerated() {
             let plane = x.shape[2] * x.shape[3]
@@ -70,8 +77,8 @@ struct Detect: Sendable {
         let decoded = decode(boxes, features: features, strides: strides)  // [4, A]
         let probs = activated(scores, .sigmoid)
         let output = endToEnd ? topK(decoded, probs) : concat([decoded, probs], axis: 0).reshaped([1, 4 + nc, anchors])
-        return DetectOutput(output: output, boxes: boxes.reshaped([1, 4 * regMax, anchors]),
-                            scores: scores.reshaped([1, nc, anchors]))
+        return HeadOutput(output: output, protos: nil,
+                          raw: ["boxes": boxes.reshaped([1, 4 * regMax, anchors]), "scores": scores.reshaped([1, nc, anchors])])
     }
 
     /// Distances (left, top, right, bottom) from each anchor centre → boxes in input pixels:

@@ -169,7 +169,7 @@ package struct Network: Sendable {
     }
 
     /// Runs the graph. `observe(i, output)` sees every top-level layer's output before the head.
-    package func forward(_ x: Tensor, observe: ((Int, Tensor) -> Void)? = nil) throws -> DetectOutput {
+    package func forward(_ x: Tensor, observe: ((Int, Tensor) -> Void)? = nil) throws -> HeadOutput {
         try validate(input: x)
         var outputs = [Int: Tensor]()
         var last = x

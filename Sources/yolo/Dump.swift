@@ -5,7 +5,7 @@ import YOLOCore
 import YOLONet
 
 /// `yolo dump`: every top-level layer's output for a given input tensor, named like the
-/// reference files (`layer.<i>`, `output.0`), for checking a port against PyTorch.
+/// reference files (`layer.<i>`, `output.0`, `output.1.<raw map>`), for checking a port against PyTorch.
 struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write each layer's output for an input tensor to a safetensors file.")
@@ -26,8 +26,8 @@ struct Dump: ParsableCommand {
             var tensors = [String: Tensor]()
             let head = try net.network.forward(try source.tensor("input")) { i, y in tensors["layer.\(i)"] = y }
             tensors["output.0"] = head.output
-            tensors["output.1.boxes"] = head.boxes
-            tensors["output.1.scores"] = head.scores
+            if let protos = head.protos { tensors["output.0.1"] = protos }
+            for (name, map) in head.raw { tensors["output.1.\(name)"] = map }
             try SafeTensorsFile.write(tensors, metadata: ["model": model], to: URL(fileURLWithPath: output))
             print("wrote \(tensors.count) tensors to \(output)")
         } catch {

@@ -29,7 +29,7 @@ final class ParityTests: XCTestCase {
             : maxAbsDifference(output.output, expected, "\(name) output.0", file: file, line: line)
         report.append("output.0 \(error) (bound \(bound))")
         XCTAssertLessThanOrEqual(error, bound, "\(name)/\(image) output.0", file: file, line: line)
-        for (key, actual) in [("boxes", output.boxes), ("scores", output.scores)] {
+        for (key, actual) in output.raw.sorted(by: { $0.key < $1.key }) {
             guard let raw = try? ref.tensor(ref.names.first { $0.hasPrefix("output.1") && $0.hasSuffix(key) } ?? "") else { continue }
             let e = maxAbsDifference(actual, raw, "\(name) raw \(key)", file: file, line: line)
             report.append("raw \(key) \(e)")
