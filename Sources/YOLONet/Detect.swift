@@ -1,3 +1,4 @@
+import Foundation
 import Tensor
 
 /// What a head produces for one image.
@@ -19,30 +20,65 @@ package struct HeadOutput: Sendable {
     package let raw: [String: Tensor]
 }
 
-/// Ultralytics `Detect`: per level a box branch (Conv 3×3, Conv 3×3, Conv2d 1×1 → 4·regMax)
-/// and a class branch (DWConv 3×3, Conv 1×1, twice, then Conv2d 1×1 → nc; or Conv 3×3 twice in
-/// legacy models), decoded against anchor centres. YOLO26: regMax 1 and an end-to-end
-/// top-k; YOLO11: a 16-bin DFL and the dense output that NMS consumes.
+/// What a head adds per anchor to Detect's boxes and classes.
+enum HeadTask: Sendable, Equatable {
+    case detect
+    /// Segment26: mask coefficients per anchor, and prototype masks from Proto26.
+    case segment(masks: Int, protoChannels: Int)
+    /// Pose26: `keypoints` × `dims` values per anchor (x, y[, visibility]).
+    case pose(keypoints: Int, dims: Int)
+    /// OBB26: `extras` angle values per anchor (radians, unbounded).
+    case obb(extras: Int)
+
+    /// Values per anchor after the box and the class scores.
+    var extraChannels: Int {
+        switch self {
+        case .detect: 0
+        case .segment(let masks, _): masks
+        case .pose(let keypoints, let dims): keypoints * dims
+        case .obb(let extras): extras
+        }
+    }
+
+    /// Name of the extra map in the reference files' `output.1.*`.
+    var extraName: String {
+        switch self {
+        case .detect: ""
+        case .segment: "mask_coefficient"
+        case .pose: "kpts"
+        case .obb: "angle"
+        }
+    }
+}
+
+/// Ultralytics `Detect` and its YOLO26 task heads (`Segment26`, `Pose26`, `OBB26`): per level a
+/// box branch (Conv 3×3, Conv 3×3, Conv2d 1×1 → 4·regMax), a class branch (DWConv 3×3, Conv 1×1,
+/// twice, then Conv2d 1×1 → nc; or Conv 3×3 twice in legacy models) and the task's extra
+/// branch, decoded against anchor centres. YOLO26: regMax 1 and an end-to-end top-k; YOLO11:
+/// a 16-bin DFL and the dense output that NMS consumes.
 struct Detect: Sendable {
     let nc: Int, regMax: Int
     let endToEnd: Bool
-    let box: [[Conv]], cls: [[Conv]]
+    let task: HeadTask
+    let box: [[Conv]], cls: [[Conv]], extra: [[Conv]]
+    let proto: Proto26?
     /// DFL bin weights (0, 1, …, regMax − 1 in every Ultralytics model).
     let dfl: [Float]
     let maxDetections = 300
 
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
-         channels: [Int]) throws {
-        (self.nc, self.regMax, self.endToEnd) = (nc, regMax, endToEnd)
+         task: HeadTask, channels: [Int]) throws {
+        (self.nc, self.regMax, self.endToEnd, self.task) = (nc, regMax, endToEnd, task)
         let c2 = max(16, channels[0] / 4, regMax * 4), c3 = max(channels[0], min(nc, 100))
-        func branches(_ boxName: String, _ clsName: String) throws -> ([[Conv]], [[Conv]]) {
+        /// The box, class and extra branches of one head ("one2one_" or "").
+        func branches(_ prefix: String) throws -> ([[Conv]], [[Conv]], [[Conv]]) {
             let box = try channels.enumerated().map { i, c in
-                let q = "\(p).\(boxName).\(i)"
+                let q = "\(p).\(prefix)cv2.\(i)"
                 return [try Conv(&w, q + ".0", c, c2, k: 3), try Conv(&w, q + ".1", c2, c2, k: 3),
                         try Conv(&w, q + ".2", c2, 4 * regMax, plain: true)]
             }
             let cls = try channels.enumerated().map { i, c in
-                let q = "\(p).\(clsName).\(i)"
+                let q = "\(p).\(prefix)cv3.\(i)"
                 if legacy {
                     return [try Conv(&w, q + ".0", c, c3, k: 3), try Conv(&w, q + ".1", c3, c3, k: 3),
                             try Conv(&w, q + ".2", c3, nc, plain: true)]
@@ -51,39 +87,80 @@ struct Detect: Sendable {
                         try Conv.depthwise(&w, q + ".1.0", c3, c3, k: 3), try Conv(&w, q + ".1.1", c3, c3),
                         try Conv(&w, q + ".2", c3, nc, plain: true)]
             }
-            return (box, cls)
+            let extra = try channels.enumerated().map { i, c -> [Conv] in
+                let q = "\(p).\(prefix)cv4.\(i)"
+                switch task {
+                case .detect:
+                    return []
+                case .segment(let masks, _), .obb(let masks):
+                    let c4 = max(channels[0] / 4, masks)
+                    return [try Conv(&w, q + ".0", c, c4, k: 3), try Conv(&w, q + ".1", c4, c4, k: 3),
+                            try Conv(&w, q + ".2", c4, masks, plain: true)]
+                case .pose(let keypoints, let dims):
+                    let c4 = max(channels[0] / 4, keypoints * (dims + 2))
+                    // Pose26 splits the last conv off as cv4_kpts; cv4_sigma and the flow model
+                    // only train.
+                    w.discard(prefix: "\(p).\(prefix)cv4_sigma.\(i)")
+                    return [try Conv(&w, q + ".0", c, c4, k: 3), try Conv(&w, q + ".1", c4, c4, k: 3),
+                            try Conv(&w, "\(p).\(prefix)cv4_kpts.\(i)", c4, keypoints * dims, plain: true)]
+                }
+            }
+            return (box, cls, extra)
         }
         // The inference head is the one-to-one branch of end-to-end models. The other branch,
         // present in unfused checkpoints, is bound (so its shapes are checked) and dropped.
         if endToEnd {
-            (box, cls) = try branches("one2one_cv2", "one2one_cv3")
-            if w.contains(prefix: p + ".cv2") { _ = try branches("cv2", "cv3") }
+            (box, cls, extra) = try branches("one2one_")
+            if w.contains(prefix: p + ".cv2") { _ = try branches("") }
         } else {
-            (box, cls) = try branches("cv2", "cv3")
+            (box, cls, extra) = try branches("")
+        }
+        w.discard(prefix: p + ".flow_model")
+        if case .segment(let masks, let protoChannels) = task {
+            proto = try Proto26(&w, p + ".proto", channels: channels, hidden: protoChannels, masks: masks)
+        } else {
+            proto = nil
         }
         dfl = regMax > 1 ? try w.tensor(p + ".dfl.conv.weight", shape: [1, regMax, 1, 1]).scalars : []
     }
 
     /// features: one [1, C_i, H_i, W_i] map per level; `strides` the input-to-map ratio of each.
     func callAsFunction(_ features: [Tensor], strides: [Int]) -> HeadOutput {
-        var boxMaps = [Tensor](), clsMaps = [Tensor]()
+        var boxMaps = [Tensor](), clsMaps = [Tensor](), extraMaps = [Tensor]()
+        let e = task.extraChannels
         for (i, x) in features.enumerated() {
             let plane = x.shape[2] * x.shape[3]
             boxMaps.append(box[i].reduce(x) { $1($0) }.reshaped([4 * regMax, plane]))
             clsMaps.append(cls[i].reduce(x) { $1($0) }.reshaped([nc, plane]))
+            if e > 0 { extraMaps.append(extra[i].reduce(x) { $1($0) }.reshaped([e, plane])) }
         }
         let boxes = concat(boxMaps, axis: 1), scores = concat(clsMaps, axis: 1)
+        let extras = e > 0 ? concat(extraMaps, axis: 1) : nil
         let anchors = boxes.shape[1]
-        let decoded = decode(boxes, features: features, strides: strides)  // [4, A]
+        var decoded = decode(boxes, angles: extras.flatMap { task.extraName == "angle" ? $0 : nil },
+                             features: features, strides: strides)  // [4, A]
+        if let extras {
+            decoded = concat([decoded, task.extraName == "kpts" ? decodeKeypoints(extras, features: features, strides: strides)
+                                                                 : extras], axis: 0)
+        }
         let probs = activated(scores, .sigmoid)
-        let output = endToEnd ? topK(decoded, probs) : concat([decoded, probs], axis: 0).reshaped([1, 4 + nc, anchors])
-        return HeadOutput(output: output, protos: nil,
-                          raw: ["boxes": boxes.reshaped([1, 4 * regMax, anchors]), "scores": scores.reshaped([1, nc, anchors])])
+        let output: Tensor
+        if endToEnd {
+            output = topK(decoded, probs)
+        } else {
+            // Ultralytics' order: box, class probabilities, then the task's extras.
+            let parts = split(decoded, sizes: [4, e], axis: 0)
+            output = concat([parts[0], probs, parts[1]], axis: 0).reshaped([1, 4 + nc + e, anchors])
+        }
+        var raw = ["boxes": boxes.reshaped([1, 4 * regMax, anchors]), "scores": scores.reshaped([1, nc, anchors])]
+        if let extras { raw[task.extraName] = extras.reshaped([1, e, anchors]) }
+        return HeadOutput(output: output, protos: proto.map { $0(features) }, raw: raw)
     }
 
     /// Distances (left, top, right, bottom) from each anchor centre → boxes in input pixels:
-    /// xyxy for end-to-end heads, xywh otherwise. boxes: [4 · regMax, A] → [4, A].
-    private func decode(_ boxes: Tensor, features: [Tensor], strides: [Int]) -> Tensor {
+    /// xyxy for end-to-end heads, xywh otherwise; with `angles`, rotated xywh (Ultralytics
+    /// `dist2rbox`). boxes: [4 · regMax, A] → [4, A].
+    private func decode(_ boxes: Tensor, angles: Tensor?, features: [Tensor], strides: [Int]) -> Tensor {
         let a = boxes.shape[1]
         var out = Tensor(zeros: [4, a])
         var anchor = 0
@@ -91,14 +168,52 @@ struct Detect: Sendable {
             let s = Float(strides[level])
             for gy in 0..<x.shape[2] {
                 for gx in 0..<x.shape[3] {
-                    var d: [Float] = [0, 0, 0, 0]
-                    for side in 0..<4 { d[side] = distance(boxes, side: side, anchor: anchor, count: a) }
+                    let l = distance(boxes, side: 0, anchor: anchor, count: a), t = distance(boxes, side: 1, anchor: anchor, count: a)
+                    let r = distance(boxes, side: 2, anchor: anchor, count: a), b = distance(boxes, side: 3, anchor: anchor, count: a)
                     let ax = Float(gx) + 0.5, ay = Float(gy) + 0.5
-                    let x1 = ax - d[0], y1 = ay - d[1], x2 = ax + d[2], y2 = ay + d[3]
-                    let values = endToEnd ? [x1, y1, x2, y2] : [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]
-                    for r in 0..<4 { out.scalars[r * a + anchor] = values[r] * s }
+                    let values: (Float, Float, Float, Float)
+                    if let angles {
+                        let theta = angles.scalars[anchor], cosine = Foundation.cos(theta), sine = Foundation.sin(theta)
+                        let xf = (r - l) / 2, yf = (b - t) / 2
+                        values = (xf * cosine - yf * sine + ax, xf * sine + yf * cosine + ay, l + r, t + b)
+                    } else {
+                        let x1 = ax - l, y1 = ay - t, x2 = ax + r, y2 = ay + b
+                        values = endToEnd ? (x1, y1, x2, y2) : ((x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1)
+                    }
+                    out.scalars[anchor] = values.0 * s
+                    out.scalars[a + anchor] = values.1 * s
+                    out.scalars[2 * a + anchor] = values.2 * s
+                    out.scalars[3 * a + anchor] = values.3 * s
                     anchor += 1
                 }
+            }
+        }
+        return out
+    }
+
+    /// Pose26 keypoints: x, y offsets from the anchor centre in cells → input pixels; the
+    /// visibility logit → probability. kpts: [K · dims, A].
+    private func decodeKeypoints(_ kpts: Tensor, features: [Tensor], strides: [Int]) -> Tensor {
+        guard case .pose(let keypoints, let dims) = task else { return kpts }
+        let a = kpts.shape[1]
+        var out = kpts
+        var anchor = 0
+        for (level, x) in features.enumerated() {
+            let s = Float(strides[level])
+            for gy in 0..<x.shape[2] {
+                for gx in 0..<x.shape[3] {
+                    for k in 0..<keypoints {
+                        let row = k * dims
+                        out.scalars[row * a + anchor] = (kpts.scalars[row * a + anchor] + Float(gx) + 0.5) * s
+                        out.scalars[(row + 1) * a + anchor] = (kpts.scalars[(row + 1) * a + anchor] + Float(gy) + 0.5) * s
+                    }
+                    anchor += 1
+                }
+            }
+        }
+        if dims == 3 {
+            out.scalars.withUnsafeMutableBufferPointer { p in
+                for k in 0..<keypoints { applyActivation(.sigmoid, p.baseAddress! + (k * 3 + 2) * a, count: a) }
             }
         }
         return out
@@ -114,9 +229,10 @@ struct Detect: Sendable {
     }
 
     /// Ultralytics `Detect.postprocess`: the k anchors with the best class score, then the k
-    /// best (anchor, class) pairs among them. decoded: [4, A], probs: [nc, A] → [1, k, 6].
+    /// best (anchor, class) pairs among them. decoded: [4 + E, A], probs: [nc, A] →
+    /// [1, k, 6 + E] rows of (box, score, class, extras).
     private func topK(_ decoded: Tensor, _ probs: Tensor) -> Tensor {
-        let a = decoded.shape[1], k = min(maxDetections, a)
+        let a = decoded.shape[1], k = min(maxDetections, a), e = decoded.shape[0] - 4
         var best = [Float](repeating: -.infinity, count: a)
         for c in 0..<nc {
             for i in 0..<a { best[i] = max(best[i], probs.scalars[c * a + i]) }
@@ -127,13 +243,70 @@ struct Detect: Sendable {
             for c in 0..<nc { candidates[j * nc + c] = probs.scalars[c * a + i] }
         }
         var rows = [Float]()
-        rows.reserveCapacity(k * 6)
+        rows.reserveCapacity(k * (6 + e))
         for flat in topIndices(candidates, k) {
             let i = anchors[flat / nc]
             rows += (0..<4).map { decoded.scalars[$0 * a + i] }
             rows += [candidates[flat], Float(flat % nc)]
+            rows += (0..<e).map { decoded.scalars[(4 + $0) * a + i] }
         }
-        return Tensor(shape: [1, k, 6], scalars: rows)
+        return Tensor(shape: [1, k, 6 + e], scalars: rows)
+    }
+}
+
+/// Ultralytics `Proto26`: the deeper levels refined to the first level's channels (1×1),
+/// upsampled (nearest) and added to it, fused (3×3), then `Proto`: Conv 3×3, a 2×2 stride-2
+/// transposed conv, Conv 3×3, Conv 1×1 → `masks` prototypes at 1/4 of the input size.
+/// The semantic-segmentation branch only trains.
+struct Proto26: Sendable {
+    let refine: [Conv]
+    let fuse: Conv, cv1: Conv, cv2: Conv, cv3: Conv
+    let upsampleWeight: Tensor, upsampleBias: [Float]
+
+    init(_ w: inout some WeightSource, _ p: String, channels: [Int], hidden: Int, masks: Int) throws {
+        refine = try channels.dropFirst().enumerated().map { try Conv(&w, "\(p).feat_refine.\($0)", $1, channels[0]) }
+        fuse = try Conv(&w, p + ".feat_fuse", channels[0], hidden, k: 3)
+        cv1 = try Conv(&w, p + ".cv1", hidden, hidden, k: 3)
+        upsampleWeight = try w.tensor(p + ".upsample.weight", shape: [hidden, hidden, 2, 2])
+        upsampleBias = try w.tensor(p + ".upsample.bias", shape: [hidden]).scalars
+        cv2 = try Conv(&w, p + ".cv2", hidden, hidden, k: 3)
+        cv3 = try Conv(&w, p + ".cv3", hidden, masks)
+        w.discard(prefix: p + ".semseg")
+    }
+
+    /// features: the head's input levels → [1, masks, 2·H₀, 2·W₀].
+    func callAsFunction(_ features: [Tensor]) -> Tensor {
+        var feat = features[0]
+        for (i, conv) in refine.enumerated() {
+            feat = add(feat, upsampleNearest(conv(features[i + 1]), scale: 1 << (i + 1)))
+        }
+        let up = convTranspose2d(cv1(fuse(feat)), weight: upsampleWeight, bias: upsampleBias, stride: 2, padding: 0)
+        return cv3(cv2(up))
+    }
+}
+
+/// Ultralytics `Classify`: Conv to 1280 channels, global average pool, linear → nc, softmax.
+struct Classify: Sendable {
+    let conv: Conv
+    let linearWeight: Tensor, linearBias: [Float]
+
+    init(_ w: inout some WeightSource, _ p: String, _ c1: Int, nc: Int, k: Int, s: Int) throws {
+        conv = try Conv(&w, p + ".conv", c1, 1280, k: k, s: s)
+        linearWeight = try w.tensor(p + ".linear.weight", shape: [nc, 1280])
+        linearBias = try w.tensor(p + ".linear.bias", shape: [nc]).scalars
+    }
+
+    /// x: [1, C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside).
+    func callAsFunction(_ x: Tensor) -> HeadOutput {
+        let y = conv(x)
+        let plane = y.shape[2] * y.shape[3]
+        let pooled = Tensor(shape: [1, 1280], scalars: (0..<1280).map { c in
+            y.scalars[(c * plane)..<((c + 1) * plane)].reduce(0, +) / Float(plane)
+        })
+        var logits = matmul(pooled.reshaped([1, 1, 1280]), linearWeight.reshaped([1, linearWeight.shape[0], 1280]),
+                            transposeB: true).reshaped([1, linearWeight.shape[0]])
+        for i in 0..<logits.count { logits.scalars[i] += linearBias[i] }
+        return HeadOutput(output: softmax(logits), protos: nil, raw: ["logits": logits])
     }
 }
 

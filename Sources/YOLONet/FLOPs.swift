@@ -15,11 +15,21 @@ extension Network {
             func plane(_ stride: Int) -> (h: Int, w: Int) { (height / stride, width / stride) }
             switch node.op {
             case .detect(let head):
-                return zip(node.from, zip(head.box, head.cls)).reduce(0) { sum, level in
-                    let (from, (box, cls)) = level
-                    let (h, w) = plane(nodes[from].stride)
-                    return sum + (box + cls).reduce(0) { $0 + $1.flops(height: h, width: w) }
+                let levels = node.from.map { plane(nodes[$0].stride) }
+                let branches = levels.indices.reduce(0.0) { sum, i in
+                    let (h, w) = levels[i]
+                    let extra = head.extra.isEmpty ? [] : head.extra[i]
+                    return sum + (head.box[i] + head.cls[i] + extra).reduce(0) { $0 + $1.flops(height: h, width: w) }
                 }
+                guard let proto = head.proto else { return branches }
+                let (h, w) = levels[0]
+                let refine = proto.refine.enumerated().reduce(0.0) { $0 + $1.element.flops(height: levels[$1.offset + 1].h, width: levels[$1.offset + 1].w) }
+                let upsample = 2 * Double(proto.upsampleWeight.count * h * w)
+                return branches + refine + upsample + proto.fuse.flops(height: h, width: w) + proto.cv1.flops(height: h, width: w)
+                    + proto.cv2.flops(height: 2 * h, width: 2 * w) + proto.cv3.flops(height: 2 * h, width: 2 * w)
+            case .classify(let head):
+                let (h, w) = plane(nodes[node.from[0]].stride)
+                return head.conv.flops(height: h, width: w) + 2 * Double(head.linearWeight.count)
             default:
                 let (h, w) = plane(node.stride)
                 return node.op.convs.reduce(0) { $0 + $1.flops(height: h, width: w) }
@@ -33,7 +43,14 @@ extension Network {
     package var parameterCount: Int {
         nodes.reduce(0) { sum, node in
             var count = node.op.convs.reduce(0) { $0 + $1.weight.count + $1.bias.count }
-            if case .detect(let head) = node.op { count += head.dfl.count }
+            switch node.op {
+            case .detect(let head):
+                count += head.dfl.count + (head.proto.map { $0.upsampleWeight.count + $0.upsampleBias.count } ?? 0)
+            case .classify(let head):
+                count += head.linearWeight.count + head.linearBias.count
+            default:
+                break
+            }
             return sum + count
         }
     }
@@ -47,7 +64,10 @@ extension Network.Op {
         case .sppf(let m): [m.cv1, m.cv2]
         case .c2psa(let m): [m.cv1, m.cv2] + m.m.flatMap(\.convs)
         case .upsample, .concat: []
-        case .detect(let head): (head.box + head.cls).flatMap { $0 }
+        case .detect(let head):
+            (head.box + head.cls + head.extra).flatMap { $0 }
+                + (head.proto.map { $0.refine + [$0.fuse, $0.cv1, $0.cv2, $0.cv3] } ?? [])
+        case .classify(let head): [head.conv]
         }
     }
 

@@ -28,8 +28,8 @@ package struct Model: Sendable {
         }
         var architecture = try Architecture(json: try required("arch"))
         let task = metadata["task"] ?? "detect"
-        guard task == "detect" else {
-            throw ModelError.invalidMetadata(key: "task", value: task, reason: "only detect models are supported so far")
+        guard ["detect", "segment", "pose", "obb", "classify"].contains(task) else {
+            throw ModelError.invalidMetadata(key: "task", value: task, reason: "not one of detect, segment, pose, obb, classify")
         }
         if let flag = metadata["end2end"] {
             guard let e2e = Bool(flag) else { throw ModelError.invalidMetadata(key: "end2end", value: flag, reason: "not true or false") }

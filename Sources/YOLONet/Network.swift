@@ -13,6 +13,7 @@ package struct Network: Sendable {
         case upsample(scale: Int)
         case concat
         case detect(Detect)
+        case classify(Classify)
     }
 
     package struct Node: Sendable {
@@ -78,7 +79,7 @@ package struct Network: Sendable {
             }
             let repeats = scaledRepeats(row.repeats, depth: depth)
             let repeatable = ["C3k2", "C2PSA"].contains(row.module)
-            if !repeatable && row.repeats != 1 && row.module != "Detect" {
+            if !repeatable && row.repeats != 1 {
                 throw fail("\(row.module) with \(row.repeats) repeats is not supported")
             }
             let p = "model.\(i)"
@@ -128,30 +129,53 @@ package struct Network: Sendable {
                 }
                 channels = inChannels.reduce(0, +)
                 op = .concat
-            case "Detect":
+            case "Detect", "Segment26", "Pose26", "OBB26":
                 let nc: Int
                 switch args.first {
                 case .string("nc"): nc = arch.nc
                 case let value?: guard let v = value.int, v > 0 else { throw fail("nc must be a positive integer") }; nc = v
                 case nil: nc = arch.nc
                 }
-                guard i == arch.rows.count - 1 else { throw fail("the Detect head must be the last layer") }
-                guard from.allSatisfy({ $0 >= 0 }) else { throw fail("Detect reads layer outputs, not the input") }
+                guard i == arch.rows.count - 1 else { throw fail("the \(row.module) head must be the last layer") }
+                guard from.allSatisfy({ $0 >= 0 }) else { throw fail("\(row.module) reads layer outputs, not the input") }
+                let task: HeadTask
+                switch row.module {
+                case "Segment26":
+                    let masks = try int(1, "masks", default: 32)
+                    let protos = makeDivisible(Double(min(try int(2, "prototype channels", default: 256), maxChannels)) * width)
+                    task = .segment(masks: masks, protoChannels: protos)
+                case "Pose26":
+                    guard let shape = arch.kptShape, shape.count == 2, shape[0] > 0, (2...3).contains(shape[1]) else {
+                        throw fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(arch.kptShape.map { "\($0)" } ?? "none")")
+                    }
+                    task = .pose(keypoints: shape[0], dims: shape[1])
+                case "OBB26":
+                    task = .obb(extras: try int(1, "extra parameters", default: 1))
+                default:
+                    task = .detect
+                }
                 channels = nc
                 op = .detect(try Detect(&weights, p, nc: nc, regMax: arch.regMax, endToEnd: arch.endToEnd,
-                                        legacy: !hasC3k2, channels: inChannels))
+                                        legacy: !hasC3k2, task: task, channels: inChannels))
+            case "Classify":
+                guard i == arch.rows.count - 1 else { throw fail("the Classify head must be the last layer") }
+                channels = row.args.first == .string("nc") ? arch.nc : try int(0, "classes")
+                guard channels > 0 else { throw fail("Classify needs a positive number of classes") }
+                op = .classify(try Classify(&weights, p, c1, nc: channels, k: try int(1, "kernel", default: 1),
+                                            s: try int(2, "stride", default: 1)))
             default:
                 throw ModelError.unknownModule(layer: i, module: row.module)
             }
             nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""),
                               channels: channels, stride: stride, op: op))
         }
-        guard case .detect(let head)? = nodes.last?.op else {
-            throw ModelError.invalidArchitecture(layer: nodes.count - 1, reason: "the last layer must be a Detect head")
+        switch nodes.last?.op {
+        case .detect(let head)?: classCount = head.nc
+        case .classify?: classCount = nodes[nodes.count - 1].channels
+        default: throw ModelError.invalidArchitecture(layer: nodes.count - 1, reason: "the last layer must be a head")
         }
         self.nodes = nodes
         self.saved = saved
-        classCount = head.nc
         self.inputChannels = inputChannels
     }
 
@@ -185,6 +209,8 @@ package struct Network: Sendable {
             case .concat: y = concat(node.from.map(input), axis: 1)
             case .detect(let head):
                 return head(node.from.map(input), strides: node.from.map { nodes[$0].stride })
+            case .classify(let head):
+                return head(input(node.from[0]))
             }
             observe?(i, y)
             if saved.contains(i) { outputs[i] = y }

@@ -12,6 +12,9 @@ package protocol WeightSource {
     mutating func tensor(_ name: String, shape: [Int]) throws -> Tensor
     /// Whether any tensor lives under `prefix` (a module that may have been removed by fusion).
     func contains(prefix: String) -> Bool
+    /// Accepts and ignores every tensor under `prefix`: training-only modules (Pose26's flow
+    /// model and sigma head, Proto26's semantic branch) that unfused checkpoints carry.
+    mutating func discard(prefix: String)
 }
 
 /// Binds tensors from a safetensors file by their Ultralytics `state_dict` names, checking
@@ -42,6 +45,10 @@ package struct FileWeights: WeightSource {
 
     package func contains(prefix: String) -> Bool {
         file.entries.keys.contains { $0.hasPrefix(prefix + ".") }
+    }
+
+    package mutating func discard(prefix: String) {
+        for name in file.entries.keys where name.hasPrefix(prefix + ".") { used.insert(name) }
     }
 
     package mutating func conv(_ prefix: String, cout: Int, cinPerGroup: Int, kernel: Int, plain: Bool) throws
@@ -103,6 +110,8 @@ package struct RandomWeights: WeightSource {
     }
 
     package func contains(prefix: String) -> Bool { true }
+
+    package func discard(prefix: String) {}
 
     package mutating func conv(_ prefix: String, cout: Int, cinPerGroup: Int, kernel: Int, plain: Bool) throws
         -> (weight: Tensor, bias: [Float]) {

@@ -22,15 +22,25 @@ final class ParityTests: XCTestCase {
             report.append("layer.\(i) \(error) (bound \(bound))")
             XCTAssertLessThanOrEqual(error, bound, "\(name)/\(image) layer.\(i)", file: file, line: line)
         }
-        let expected = try ref.tensor("output.0")
+        // Segmentation references name the detections output.0.0 and the prototypes output.0.1.
+        let expected = try ref.tensor(ref.entries["output.0"] != nil ? "output.0" : "output.0.0")
         let bound = 1e-4 * max(1, maxAbs(expected))
         let error = model.architecture.endToEnd
             ? maxRowDifference(output.output, expected, file: file, line: line)
             : maxAbsDifference(output.output, expected, "\(name) output.0", file: file, line: line)
         report.append("output.0 \(error) (bound \(bound))")
         XCTAssertLessThanOrEqual(error, bound, "\(name)/\(image) output.0", file: file, line: line)
+        XCTAssertEqual(output.protos != nil, ref.entries["output.0.1"] != nil, "\(name): prototypes", file: file, line: line)
+        if let protos = output.protos {
+            let expected = try ref.tensor("output.0.1")
+            let e = maxAbsDifference(protos, expected, "\(name) prototypes", file: file, line: line)
+            report.append("prototypes \(e)")
+            XCTAssertLessThanOrEqual(e, 1e-4 * max(1, maxAbs(expected)), "\(name)/\(image) prototypes", file: file, line: line)
+        }
         for (key, actual) in output.raw.sorted(by: { $0.key < $1.key }) {
-            guard let raw = try? ref.tensor(ref.names.first { $0.hasPrefix("output.1") && $0.hasSuffix(key) } ?? "") else { continue }
+            // Classification logits are output.1; the other raw maps output.1[.one2one].<key>.
+            let refName = key == "logits" ? "output.1" : ref.names.first { $0.hasPrefix("output.1") && $0.hasSuffix("." + key) }
+            let raw = try ref.tensor(try XCTUnwrap(refName, "\(name): no reference for raw \(key)"))
             let e = maxAbsDifference(actual, raw, "\(name) raw \(key)", file: file, line: line)
             report.append("raw \(key) \(e)")
             XCTAssertLessThanOrEqual(e, 1e-4 * max(1, maxAbs(raw)), "\(name)/\(image) raw \(key)", file: file, line: line)
@@ -43,6 +53,11 @@ final class ParityTests: XCTestCase {
     func testYOLO26nRandomUnfusedBothHeads() throws { try check(model: "yolo26n-random", image: "bus") }
     func testYOLO11nRandomDFLHead() throws { try check(model: "yolo11n-random", image: "bus") }
     func testYOLO11nTrained() throws { try check(model: "yolo11n", image: "bus") }
+    func testYOLO26nSegment() throws { try check(model: "yolo26n-seg", image: "bus") }
+    func testYOLO26nPose() throws { try check(model: "yolo26n-pose", image: "bus") }
+    func testYOLO26nOBB() throws { try check(model: "yolo26n-obb", image: "boats") }
+    func testYOLO26nClassify() throws { try check(model: "yolo26n-cls", image: "bus") }
+    func testYOLO11nClassify() throws { try check(model: "yolo11n-cls", image: "bus") }
 }
 
 /// End-to-end outputs [1, k, 6] are sorted by score; among equal scores (random weights give
