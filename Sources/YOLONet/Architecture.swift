@@ -121,16 +121,22 @@ package func scaledRepeats(_ n: Int, depth: Double) -> Int {
 extension Architecture {
     /// Families whose spec ships in `Specs/` (the Ultralytics yaml as JSON).
     package static let builtinFamilies = ["yolo26", "yolo11"]
+    package static let builtinTasks = ["", "-seg", "-pose", "-obb", "-cls"]
 
-    /// A built-in spec by model name, e.g. "yolo26n" or "yolo11x": family + scale letter.
-    /// Returns nil for names that are not a known architecture.
+    /// A built-in spec by model name: family, scale letter and task suffix, e.g. "yolo26n",
+    /// "yolo11x" or "yolo26s-seg". Returns nil for names that are not a known architecture.
     package static func builtin(named name: String) throws -> Architecture? {
-        guard let scale = name.last.map(String.init), ["n", "s", "m", "l", "x"].contains(scale) else { return nil }
-        let family = String(name.dropLast())
-        guard builtinFamilies.contains(family),
-              let url = Bundle.module.url(forResource: family, withExtension: "json", subdirectory: "Specs") else { return nil }
-        var arch = try Architecture(json: String(decoding: try Data(contentsOf: url), as: UTF8.self))
-        arch.scale = scale
-        return arch
+        for family in builtinFamilies where name.hasPrefix(family) {
+            let rest = name.dropFirst(family.count)
+            guard let scale = rest.first.map(String.init), ["n", "s", "m", "l", "x"].contains(scale) else { return nil }
+            let task = String(rest.dropFirst())
+            guard builtinTasks.contains(task),
+                  let url = Bundle.module.url(forResource: family + task, withExtension: "json", subdirectory: "Specs")
+            else { return nil }
+            var arch = try Architecture(json: String(decoding: try Data(contentsOf: url), as: UTF8.self))
+            arch.scale = scale
+            return arch
+        }
+        return nil
     }
 }

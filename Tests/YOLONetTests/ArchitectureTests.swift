@@ -22,6 +22,14 @@ final class ArchitectureTests: XCTestCase {
         XCTAssertNil(try Architecture.builtin(named: "yolo26q"))
         XCTAssertNil(try Architecture.builtin(named: "resnet50"))
         XCTAssertEqual(try Architecture.builtin(named: "yolo11m")?.scale, "m")
+        XCTAssertEqual(try Architecture.builtin(named: "yolo26s-seg")?.head.last?.module, "Segment26")
+        XCTAssertNil(try Architecture.builtin(named: "yolo26n-depth"))
+        // Every YOLO26 task graph builds from its spec with random weights.
+        for task in ["", "-seg", "-pose", "-obb", "-cls"] {
+            var weights = RandomWeights()
+            let arch = try XCTUnwrap(try Architecture.builtin(named: "yolo26n" + task))
+            XCTAssertNoThrow(try Network(architecture: arch, weights: &weights), task)
+        }
     }
 
     func testRoundingRules() {
