@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 struct CommandResult {
     let status: Int32, stdout: String, stderr: String
@@ -43,4 +44,25 @@ func sharedFile(_ kind: String, _ name: String) throws -> URL {
         throw MissingTestInput(description: "test data not found at \(url.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
     }
     return url
+}
+
+/// A test of one built executable, run in a fresh scratch directory.
+class CommandTestCase: XCTestCase {
+    class var executableName: String { fatalError("subclasses name their executable") }
+
+    /// The executable sits beside the test bundle in the build products directory.
+    var executable: URL { Bundle.main.bundleURL.appendingPathComponent(Self.executableName) }
+    var scratch: URL!
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw MissingTestInput(description: "no \(Self.executableName) executable at \(executable.path); `swift test` builds it")
+        }
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("\(Self.executableName)-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try FileManager.default.removeItem(at: scratch)
+    }
 }

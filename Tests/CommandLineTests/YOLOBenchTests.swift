@@ -4,28 +4,13 @@ import XCTest
 /// Runs the built `yolo-bench` executable as a user would: exit status, stdout and stderr.
 /// Runs are short (`--imgsz 64`, a few iterations); models come from built-in architectures
 /// with random weights unless a test provides a weight directory.
-final class YOLOBenchTests: XCTestCase {
-    /// The executable sits beside the test bundle in the build products directory.
-    static let executable = Bundle.main.bundleURL.appendingPathComponent("yolo-bench")
-
-    var scratch: URL!
-
-    override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
-            throw MissingTestInput(description: "no yolo-bench executable at \(Self.executable.path); `swift test` builds it")
-        }
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-bench-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try FileManager.default.removeItem(at: scratch)
-    }
+final class YOLOBenchTests: CommandTestCase {
+    override class var executableName: String { "yolo-bench" }
 
     /// Runs in the scratch directory with `YOLO_WEIGHTS_DIR` = `weights` (default: the empty
     /// scratch directory) and the download cache there too, so that no weight file is found by accident.
     func bench(_ arguments: [String], weights: URL? = nil) throws -> CommandResult {
-        try runCommand(Self.executable, arguments, in: scratch,
+        try runCommand(executable, arguments, in: scratch,
                        environment: ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path])
     }
 

@@ -2,25 +2,12 @@ import Foundation
 import XCTest
 
 /// `yolo predict` and `yolo dump` run as a user would run them.
-final class YOLOCommandTests: XCTestCase {
-    static let executable = Bundle.main.bundleURL.appendingPathComponent("yolo")
-    var scratch: URL!
-
-    override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.executable.path) else {
-            throw MissingTestInput(description: "no yolo executable at \(Self.executable.path); `swift test` builds it")
-        }
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-cli-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try FileManager.default.removeItem(at: scratch)
-    }
+final class YOLOCommandTests: CommandTestCase {
+    override class var executableName: String { "yolo" }
 
     func yolo(_ arguments: [String]) throws -> CommandResult {
         let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
-        return try runCommand(Self.executable, arguments, in: scratch,
+        return try runCommand(executable, arguments, in: scratch,
                               environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path])
     }
 
