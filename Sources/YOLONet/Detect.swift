@@ -84,12 +84,23 @@ struct Detect: Sendable {
             let s = Float(strides[level])
             for gy in 0..<x.shape[2] {
                 for gx in 0..<x.shape[3] {
-                    var d: [Float] = [0, 0, 0, 0]
-                    for side in 0..<4 { d[side] = distance(boxes, side: side, anchor: anchor, count: a) }
+                    let l = distance(boxes, side: 0, anchor: anchor, count: a)
+                    let t = distance(boxes, side: 1, anchor: anchor, count: a)
+                    let r = distance(boxes, side: 2, anchor: anchor, count: a)
+                    let b = distance(boxes, side: 3, anchor: anchor, count: a)
                     let ax = Float(gx) + 0.5, ay = Float(gy) + 0.5
-                    let x1 = ax - d[0], y1 = ay - d[1], x2 = ax + d[2], y2 = ay + d[3]
-                    let values = endToEnd ? [x1, y1, x2, y2] : [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]
-                    for r in 0..<4 { out.scalars[r * a + anchor] = values[r] * s }
+                    let x1 = ax - l, y1 = ay - t, x2 = ax + r, y2 = ay + b
+                    if endToEnd {
+                        out.scalars[anchor] = x1 * s
+                        out.scalars[a + anchor] = y1 * s
+                        out.scalars[2 * a + anchor] = x2 * s
+                        out.scalars[3 * a + anchor] = y2 * s
+                    } else {
+                        out.scalars[anchor] = (x1 + x2) / 2 * s
+                        out.scalars[a + anchor] = (y1 + y2) / 2 * s
+                        out.scalars[2 * a + anchor] = (x2 - x1) * s
+                        out.scalars[3 * a + anchor] = (y2 - y1) * s
+                    }
                     anchor += 1
                 }
             }
@@ -131,6 +142,39 @@ struct Detect: Sendable {
 }
 
 /// Indices of the `k` largest values, largest first; ties keep the lower index first.
-func topIndices(_ values: [Float], _ k: Int) -> [Int] {
-    Array(values.indices.sorted { values[$0] > values[$1] || (values[$0] == values[$1] && $0 < $1) }.prefix(k))
+///
+/// (value descending, index ascending) is a strict total order on the indices, so a
+/// quickselect of the first k followed by a sort of those k gives exactly the prefix of the
+/// full sort, in O(n + k log k) instead of O(n log n).
+package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
+    let k = min(max(k, 0), values.count)
+    guard k > 0 else { return [] }
+    var order = Array(values.indices)
+    values.withUnsafeBufferPointer { v in
+        order.withUnsafeMutableBufferPointer { o in
+            func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
+            var lo = 0, hi = o.count - 1
+            // Invariant: the k first of the order lie in o[0..<k], and o[lo...hi] holds the undecided ones.
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2
+                // Median of three as the pivot, moved to o[hi].
+                if before(o[mid], o[lo]) { o.swapAt(mid, lo) }
+                if before(o[hi], o[lo]) { o.swapAt(hi, lo) }
+                if before(o[mid], o[hi]) { o.swapAt(mid, hi) }
+                let pivot = o[hi]
+                var store = lo
+                for i in lo..<hi where before(o[i], pivot) {
+                    o.swapAt(i, store)
+                    store += 1
+                }
+                o.swapAt(store, hi)
+                if store == k - 1 || store == k { break }
+                if store < k { lo = store + 1 } else { hi = store - 1 }
+            }
+            var head = Array(o[0..<k])
+            head.sort(by: before)
+            for i in 0..<k { o[i] = head[i] }
+        }
+    }
+    return Array(order.prefix(k))
 }
