@@ -1,0 +1,57 @@
+import Tensor
+import XCTest
+
+/// Kernels split their work over `BLAS.threads`; every split must match the reference, and
+/// the results of different thread counts must agree within 1e-5.
+final class ParallelTests: XCTestCase {
+    private func withThreads<T>(_ t: Int, _ body: () -> T) -> T {
+        let saved = BLAS.threads
+        BLAS.threads = t
+        defer { BLAS.threads = saved }
+        return body()
+    }
+
+    func testConvolutionsAgreeAcrossThreadCounts() {
+        var seed: UInt64 = 500
+        // (cin, cout, h, w, kernel, stride, padding, groups): 1×1, im2col (stride 1 and 2, odd
+        // widths for the 16-lane stride-2 gather), depthwise, grouped.
+        let cases = [(13, 7, 127, 13, 1, 1, 0, 1), (3, 16, 127, 127, 3, 2, 1, 1), (7, 13, 13, 127, 3, 1, 1, 1),
+                     (13, 13, 7, 127, 3, 1, 1, 13), (7, 7, 127, 7, 3, 2, 1, 7), (6, 4, 13, 13, 3, 1, 1, 2),
+                     (1, 3, 1, 1, 3, 1, 1, 1), (3, 7, 1, 127, 3, 2, 1, 1)]
+        for (cin, cout, h, w, k, s, pad, g) in cases {
+            let p = Conv2DParameters(kernel: k, stride: s, padding: pad, groups: g)
+            let x = randomTensor([1, cin, h, w], seed: seed)
+            let weight = randomTensor([cout, cin / g, k, k], seed: seed &+ 1)
+            let bias = randomTensor([cout], seed: seed &+ 2).scalars
+            seed += 3
+            let what = "cin \(cin) cout \(cout) \(h)×\(w) k\(k) s\(s) p\(pad) g\(g)"
+            let reference = Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu)
+            let one = withThreads(1) { conv2d(x, weight: weight, bias: bias, p, activation: .silu) }
+            assertClose(one, reference, tolerance: tolerance(reduction: cin / g * k * k), what + ", 1 thread")
+            for t in [2, 3] {
+                let many = withThreads(t) { conv2d(x, weight: weight, bias: bias, p, activation: .silu) }
+                assertClose(many, one, tolerance: 1e-5, what + ", \(t) threads vs 1")
+            }
+        }
+    }
+
+    func testSgemmColumnSplitAgreesAcrossThreadCounts() {
+        for (transA, transB) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (m, n, k) = (13, 1031, 127)
+            let a = randomTensor(transA ? [k, m] : [m, k], seed: 1), b = randomTensor(transB ? [n, k] : [k, n], seed: 2)
+            let reference = Reference.matmul(a.reshaped([1] + a.shape), b.reshaped([1] + b.shape),
+                                             transposeA: transA, transposeB: transB, alpha: 0.5)
+            let one = withThreads(1) {
+                matmul(a.reshaped([1] + a.shape), b.reshaped([1] + b.shape), transposeA: transA, transposeB: transB, alpha: 0.5)
+            }
+            assertClose(one, reference, tolerance: tolerance(reduction: k), "matmul tA \(transA) tB \(transB), 1 thread")
+            for t in [2, 3] {
+                let many = withThreads(t) {
+                    matmul(a.reshaped([1] + a.shape), b.reshaped([1] + b.shape), transposeA: transA, transposeB: transB,
+                           alpha: 0.5)
+                }
+                assertClose(many, one, tolerance: 1e-5, "matmul tA \(transA) tB \(transB), \(t) threads vs 1")
+            }
+        }
+    }
+}
