@@ -1,3 +1,4 @@
+import Foundation
 import Tensor
 import XCTest
 
@@ -51,6 +52,38 @@ final class ParallelTests: XCTestCase {
                            alpha: 0.5)
                 }
                 assertClose(many, one, tolerance: 1e-5, "matmul tA \(transA) tB \(transB), \(t) threads vs 1")
+            }
+        }
+    }
+
+    func testPoolingAndSoftmaxAgreeAcrossThreadCounts() {
+        for (c, h, w) in [(1, 1, 1), (3, 7, 13), (13, 13, 7), (7, 127, 13)] {
+            let x = randomTensor([1, c, h, w], seed: UInt64(c * h * w))
+            for (kernel, stride, padding) in [(5, 1, 2), (3, 2, 1), (2, 2, 0)] where h + 2 * padding >= kernel && w + 2 * padding >= kernel {
+                let reference = Reference.maxPool2d(x, kernel: kernel, stride: stride, padding: padding)
+                for t in [1, 2, 3] {
+                    let y = withThreads(t) { maxPool2d(x, kernel: kernel, stride: stride, padding: padding) }
+                    XCTAssertEqual(y, reference, "maxPool \(x.shape) k\(kernel) s\(stride) p\(padding), \(t) threads")
+                }
+            }
+        }
+        let logits = randomTensor([3, 130, 127], seed: 9, range: -8...8)
+        let one = withThreads(1) { softmax(logits) }
+        assertClose(one, Reference.softmax(logits), tolerance: tolerance(reduction: 127), "softmax, 1 thread")
+        for t in [2, 3] {
+            XCTAssertEqual(withThreads(t) { softmax(logits) }, one, "softmax, \(t) threads")
+        }
+    }
+
+    /// Callers on several threads at once: each call runs (serially when the pool is busy) and is right.
+    func testConcurrentCallers() {
+        let x = randomTensor([1, 7, 127, 13], seed: 3), weight = randomTensor([13, 7, 3, 3], seed: 4)
+        let p = Conv2DParameters(kernel: 3, stride: 1, padding: 1)
+        let expected = conv2d(x, weight: weight, bias: nil, p)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<20 {
+                let y = conv2d(x, weight: weight, bias: nil, p)
+                XCTAssertEqual(y, expected)
             }
         }
     }
