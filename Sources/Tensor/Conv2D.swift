@@ -32,16 +32,18 @@ public struct Conv2DParameters: Sendable, Equatable {
     }
 }
 
-/// y = activation(conv(x, weight) + bias).
+/// y = activation(conv(x, weight) + bias) + residual.
 ///
-/// - x: [N, Cin, H, W]; weight: [Cout, Cin / groups, kH, kW]; bias: [Cout] or nil.
+/// - x: [N, Cin, H, W]; weight: [Cout, Cin / groups, kH, kW]; bias: [Cout] or nil;
+///   residual: [N, Cout, Ho, Wo] or nil (added after the activation, as `add(residual, y)`
+///   would, but in the epilogue pass instead of another pass over memory).
 /// - Returns [N, Cout, Ho, Wo].
 ///
 /// Dispatch: 1×1 stride-1 unpadded convolutions are one GEMM on the activation as it lies
 /// (no im2col); depthwise convolutions run a direct SIMD kernel; everything else is
 /// im2col + GEMM per group. Bias and activation are applied in one pass over each output row.
 public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParameters,
-                   activation: Activation = .none) -> Tensor {
+                   activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
     let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let cout = weight.shape[0]
     precondition(x.rank == 4 && weight.rank == 4, "conv2d: x \(x.shape), weight \(weight.shape)")
@@ -51,15 +53,25 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
     precondition(bias == nil || bias!.count == cout, "conv2d: bias has \(bias!.count) values for \(cout) channels")
     let (ho, wo) = p.outputSize(h: h, w: w)
     precondition(ho > 0 && wo > 0, "conv2d: input \(h)×\(w) is smaller than the kernel")
+    precondition(residual == nil || residual!.shape == [n, cout, ho, wo],
+                 "conv2d: residual \(residual!.shape) for an output of \([n, cout, ho, wo])")
     let plane = ho * wo
     let biases = bias ?? [Float](repeating: 0, count: cout)
     let threads = Parallel.width
+    let res = residual?.scalars ?? []
     return Tensor(shape: [n, cout, ho, wo]) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
             weight.scalars.withUnsafeBufferPointer { wb in
+              res.withUnsafeBufferPointer { rb in
                 let wa = Address(wb.baseAddress!)
                 for b in 0..<n {
                     let xa = Address(xb.baseAddress! + b * cin * h * w), ya = Address(yb.baseAddress! + b * cout * plane)
+                    let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + b * cout * plane)
+                    /// Output offset `i` of this image: bias, activation, residual.
+                    @Sendable func epilogue(_ i: Int, count: Int, channel c: Int) {
+                        convEpilogue(ya.pointer + i, count: count, bias: biases[c], activation,
+                                     residual: ra.map { UnsafePointer($0.pointer + i) })
+                    }
                     if p.groups == cin && cout == cin {
                         // Depthwise: whole channels per thread.
                         let parts = Parallel.ranges(cin, parts: threads)
@@ -67,7 +79,7 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
                             let cs = parts[t]
                             depthwiseConv2d(xa.pointer + cs.lowerBound * h * w, wa.pointer + cs.lowerBound * p.kernelH * p.kernelW,
                                             ya.pointer + cs.lowerBound * plane, channels: cs.count, h: h, w: w, p)
-                            for c in cs { convEpilogue(ya.pointer + c * plane, count: plane, bias: biases[c], activation) }
+                            for c in cs { epilogue(c * plane, count: plane, channel: c) }
                         }
                     } else if p.groups == 1 && p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1
                                 && p.strideW == 1 && p.padH == 0 && p.padW == 0 {
@@ -78,7 +90,7 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
                             let y = ya.pointer + cols.lowerBound
                             BLAS.serialSgemm(m: cout, n: cols.count, k: cin, a: wa.pointer, lda: cin,
                                              b: xa.pointer + cols.lowerBound, ldb: plane, c: y, ldc: plane)
-                            for c in 0..<cout { convEpilogue(y + c * plane, count: cols.count, bias: biases[c], activation) }
+                            for c in 0..<cout { epilogue(c * plane + cols.lowerBound, count: cols.count, channel: c) }
                         }
                     } else if p.groups == 1 {
                         // im2col + GEMM: output rows per thread, each with its own column matrix.
@@ -92,26 +104,39 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
                             let y = ya.pointer + rows.lowerBound * wo
                             BLAS.serialSgemm(m: cout, n: cols, k: k, a: wa.pointer, lda: k, b: buffer, ldb: cols,
                                              c: y, ldc: plane)
-                            for c in 0..<cout { convEpilogue(y + c * plane, count: cols, bias: biases[c], activation) }
+                            for c in 0..<cout { epilogue(c * plane + rows.lowerBound * wo, count: cols, channel: c) }
                         }
                     } else {
                         im2colConv2d(xa.pointer, wa.pointer, ya.pointer, cin: cin, cout: cout, h: h, w: w, p)
-                        for c in 0..<cout { convEpilogue(ya.pointer + c * plane, count: plane, bias: biases[c], activation) }
+                        for c in 0..<cout { epilogue(c * plane, count: plane, channel: c) }
                     }
                 }
+              }
             }
         }
     }
 }
 
-/// row = activation(row + bias), in place.
+/// row = activation(row + bias) + residual, in place. The residual is added in a second
+/// sweep of the row (still in cache), exactly as a separate `add` would round it.
 @inlinable
-func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _ activation: Activation) {
+func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _ activation: Activation,
+                  residual: UnsafePointer<Float>? = nil) {
     let b = Vec16(repeating: bias)
     switch activation {
     case .none: map16(UnsafePointer(row), row, count) { $0 + b }
     case .silu: map16(UnsafePointer(row), row, count) { silu($0 + b) }
     case .sigmoid: map16(UnsafePointer(row), row, count) { sigmoid($0 + b) }
+    }
+    guard let r = residual else { return }
+    var i = 0
+    while i + 16 <= count {
+        row.store(r.vec16(i) + row.vec16(i), at: i)
+        i += 16
+    }
+    while i < count {
+        row[i] = r[i] + row[i]
+        i += 1
     }
 }
 

@@ -87,4 +87,28 @@ final class ParallelTests: XCTestCase {
             }
         }
     }
+
+    /// The fused residual equals a separate add, bit for bit, on every path and thread count.
+    func testResidualEqualsSeparateAdd() {
+        var seed: UInt64 = 900
+        let cases = [(13, 7, 13, 127, 1, 1, 0, 1), (3, 7, 127, 13, 3, 2, 1, 1), (7, 13, 7, 13, 3, 1, 1, 1),
+                     (13, 13, 1, 127, 3, 1, 1, 13), (6, 4, 13, 7, 3, 1, 1, 2), (1, 1, 1, 1, 1, 1, 0, 1)]
+        for (cin, cout, h, w, k, s, pad, g) in cases {
+            let p = Conv2DParameters(kernel: k, stride: s, padding: pad, groups: g)
+            let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin / g, k, k], seed: seed &+ 1)
+            let bias = randomTensor([cout], seed: seed &+ 2).scalars
+            let (ho, wo) = p.outputSize(h: h, w: w)
+            let r = randomTensor([1, cout, ho, wo], seed: seed &+ 3)
+            seed += 4
+            for t in [1, 2, 3] {
+                let (fused, separate) = withThreads(t) {
+                    (conv2d(x, weight: weight, bias: bias, p, activation: .silu, residual: r),
+                     add(r, conv2d(x, weight: weight, bias: bias, p, activation: .silu)))
+                }
+                XCTAssertEqual(fused, separate, "residual cin \(cin) cout \(cout) \(h)×\(w) k\(k) s\(s) g\(g), \(t) threads")
+                assertClose(fused, Reference.add(r, Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu)),
+                            tolerance: tolerance(reduction: cin / g * k * k), "residual vs reference")
+            }
+        }
+    }
 }
