@@ -29,6 +29,7 @@ public enum BLAS {
         let setThreads: @convention(c) (Int32) -> Void
         let getThreads: @convention(c) () -> Int32
         let coreName: @convention(c) () -> UnsafePointer<CChar>?
+        let initialThreads: Int
     }
 
     private static let library: Result<Library, LoadError> = {
@@ -52,8 +53,15 @@ public enum BLAS {
         else {
             return .failure(LoadError(message: "the loaded OpenBLAS lacks cblas_sgemm or the openblas_* thread functions"))
         }
-        return .success(Library(sgemm: sgemm, setThreads: setThreads, getThreads: getThreads, coreName: coreName))
+        // Our kernels split the work (Parallel); OpenBLAS itself stays on the calling thread.
+        let initialThreads = Int(getThreads())
+        setThreads(1)
+        return .success(Library(sgemm: sgemm, setThreads: setThreads, getThreads: getThreads, coreName: coreName,
+                                initialThreads: max(1, initialThreads)))
     }()
+
+    /// OpenBLAS's thread count when it was loaded (all cores, or `OPENBLAS_NUM_THREADS`).
+    static var defaultThreads: Int { loaded.initialThreads }
 
     /// Loads OpenBLAS once per process; throws a readable error if it is not installed.
     public static func load() throws {
@@ -72,15 +80,42 @@ public enum BLAS {
         loaded.coreName().map { String(cString: $0) } ?? "unknown"
     }
 
-    /// Threads OpenBLAS uses inside one GEMM (default: all cores, or `OPENBLAS_NUM_THREADS`).
+    /// Threads one GEMM (and every other kernel) uses: `Parallel.width` (default: all cores, or
+    /// `OPENBLAS_NUM_THREADS`). OpenBLAS runs single-threaded inside our split.
     public static var threads: Int {
-        get { Int(loaded.getThreads()) }
-        set { loaded.setThreads(Int32(max(1, newValue))) }
+        get { Parallel.width }
+        set { Parallel.width = newValue }
     }
 
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, with leading dimensions.
     /// op(A) is M×K (A is stored K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
+    /// With `threads` > 1 the N columns are split over the threads, each a single-threaded GEMM.
     public static func sgemm(
+        transA: Bool = false, transB: Bool = false,
+        m: Int, n: Int, k: Int,
+        alpha: Float = 1,
+        a: UnsafePointer<Float>, lda: Int,
+        b: UnsafePointer<Float>, ldb: Int,
+        beta: Float = 0,
+        c: UnsafeMutablePointer<Float>, ldc: Int
+    ) {
+        let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
+        guard parts.count > 1 else {
+            return serialSgemm(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
+                               b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
+        }
+        let (aa, ba, ca) = (Address(a), Address(b), Address(c))
+        Parallel.forEach(parts.count) { i in
+            let cols = parts[i]
+            // Column j of op(B) starts at b + j (row-major K×N) or b + j · ldb (N×K, transposed).
+            serialSgemm(transA: transA, transB: transB, m: m, n: cols.count, k: k, alpha: alpha,
+                        a: aa.pointer, lda: lda, b: ba.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound),
+                        ldb: ldb, beta: beta, c: ca.pointer + cols.lowerBound, ldc: ldc)
+        }
+    }
+
+    /// `sgemm` on the calling thread only.
+    static func serialSgemm(
         transA: Bool = false, transB: Bool = false,
         m: Int, n: Int, k: Int,
         alpha: Float = 1,

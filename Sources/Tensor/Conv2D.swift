@@ -32,16 +32,18 @@ public struct Conv2DParameters: Sendable, Equatable {
     }
 }
 
-/// y = activation(conv(x, weight) + bias).
+/// y = activation(conv(x, weight) + bias) + residual.
 ///
-/// - x: [N, Cin, H, W]; weight: [Cout, Cin / groups, kH, kW]; bias: [Cout] or nil.
+/// - x: [N, Cin, H, W]; weight: [Cout, Cin / groups, kH, kW]; bias: [Cout] or nil;
+///   residual: [N, Cout, Ho, Wo] or nil (added after the activation, as `add(residual, y)`
+///   would, but in the epilogue pass instead of another pass over memory).
 /// - Returns [N, Cout, Ho, Wo].
 ///
 /// Dispatch: 1×1 stride-1 unpadded convolutions are one GEMM on the activation as it lies
 /// (no im2col); depthwise convolutions run a direct SIMD kernel; everything else is
 /// im2col + GEMM per group. Bias and activation are applied in one pass over each output row.
 public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParameters,
-                   activation: Activation = .none) -> Tensor {
+                   activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
     let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let cout = weight.shape[0]
     precondition(x.rank == 4 && weight.rank == 4, "conv2d: x \(x.shape), weight \(weight.shape)")
@@ -51,40 +53,90 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
     precondition(bias == nil || bias!.count == cout, "conv2d: bias has \(bias!.count) values for \(cout) channels")
     let (ho, wo) = p.outputSize(h: h, w: w)
     precondition(ho > 0 && wo > 0, "conv2d: input \(h)×\(w) is smaller than the kernel")
-    var y = Tensor(zeros: [n, cout, ho, wo])
+    precondition(residual == nil || residual!.shape == [n, cout, ho, wo],
+                 "conv2d: residual \(residual!.shape) for an output of \([n, cout, ho, wo])")
     let plane = ho * wo
-    x.scalars.withUnsafeBufferPointer { xb in
-        weight.scalars.withUnsafeBufferPointer { wb in
-            y.scalars.withUnsafeMutableBufferPointer { yb in
-                let xp = xb.baseAddress!, wp = wb.baseAddress!, yp = yb.baseAddress!
+    let biases = bias ?? [Float](repeating: 0, count: cout)
+    let threads = Parallel.width
+    let res = residual?.scalars ?? []
+    return Tensor(shape: [n, cout, ho, wo]) { yb in
+        x.scalars.withUnsafeBufferPointer { xb in
+            weight.scalars.withUnsafeBufferPointer { wb in
+              res.withUnsafeBufferPointer { rb in
+                let wa = Address(wb.baseAddress!)
                 for b in 0..<n {
-                    let xin = xp + b * cin * h * w, yout = yp + b * cout * plane
+                    let xa = Address(xb.baseAddress! + b * cin * h * w), ya = Address(yb.baseAddress! + b * cout * plane)
+                    let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + b * cout * plane)
+                    /// Output offset `i` of this image: bias, activation, residual.
+                    @Sendable func epilogue(_ i: Int, count: Int, channel c: Int) {
+                        convEpilogue(ya.pointer + i, count: count, bias: biases[c], activation,
+                                     residual: ra.map { UnsafePointer($0.pointer + i) })
+                    }
                     if p.groups == cin && cout == cin {
-                        depthwiseConv2d(xin, wp, yout, channels: cin, h: h, w: w, p)
+                        // Depthwise: whole channels per thread.
+                        let parts = Parallel.ranges(cin, parts: threads)
+                        Parallel.forEach(parts.count) { t in
+                            let cs = parts[t]
+                            depthwiseConv2d(xa.pointer + cs.lowerBound * h * w, wa.pointer + cs.lowerBound * p.kernelH * p.kernelW,
+                                            ya.pointer + cs.lowerBound * plane, channels: cs.count, h: h, w: w, p)
+                            for c in cs { epilogue(c * plane, count: plane, channel: c) }
+                        }
                     } else if p.groups == 1 && p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1
                                 && p.strideW == 1 && p.padH == 0 && p.padW == 0 {
-                        BLAS.sgemm(m: cout, n: plane, k: cin, a: wp, lda: cin, b: xin, ldb: plane, c: yout, ldc: plane)
+                        // 1×1: the activation is the GEMM's B as it lies; columns per thread.
+                        let parts = Parallel.ranges(plane, parts: threads, align: 16)
+                        Parallel.forEach(parts.count) { t in
+                            let cols = parts[t]
+                            let y = ya.pointer + cols.lowerBound
+                            BLAS.serialSgemm(m: cout, n: cols.count, k: cin, a: wa.pointer, lda: cin,
+                                             b: xa.pointer + cols.lowerBound, ldb: plane, c: y, ldc: plane)
+                            for c in 0..<cout { epilogue(c * plane + cols.lowerBound, count: cols.count, channel: c) }
+                        }
+                    } else if p.groups == 1 {
+                        // im2col + GEMM: output rows per thread, each with its own column matrix.
+                        let parts = Parallel.ranges(ho, parts: threads)
+                        Parallel.forEach(parts.count) { t in
+                            let rows = parts[t]
+                            let k = cin * p.kernelH * p.kernelW, cols = rows.count * wo
+                            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: k * cols)
+                            defer { buffer.deallocate() }
+                            im2col(xa.pointer, buffer, channels: cin, h: h, w: w, rows: rows, p)
+                            let y = ya.pointer + rows.lowerBound * wo
+                            BLAS.serialSgemm(m: cout, n: cols, k: k, a: wa.pointer, lda: k, b: buffer, ldb: cols,
+                                             c: y, ldc: plane)
+                            for c in 0..<cout { epilogue(c * plane + rows.lowerBound * wo, count: cols, channel: c) }
+                        }
                     } else {
-                        im2colConv2d(xin, wp, yout, cin: cin, cout: cout, h: h, w: w, p)
+                        im2colConv2d(xa.pointer, wa.pointer, ya.pointer, cin: cin, cout: cout, h: h, w: w, p)
+                        for c in 0..<cout { epilogue(c * plane, count: plane, channel: c) }
                     }
                 }
-                for c in 0..<(n * cout) {
-                    convEpilogue(yp + c * plane, count: plane, bias: bias?[c % cout] ?? 0, activation)
-                }
+              }
             }
         }
     }
-    return y
 }
 
-/// row = activation(row + bias), in place.
+/// row = activation(row + bias) + residual, in place. The residual is added in a second
+/// sweep of the row (still in cache), exactly as a separate `add` would round it.
 @inlinable
-func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _ activation: Activation) {
+func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _ activation: Activation,
+                  residual: UnsafePointer<Float>? = nil) {
     let b = Vec16(repeating: bias)
     switch activation {
     case .none: map16(UnsafePointer(row), row, count) { $0 + b }
     case .silu: map16(UnsafePointer(row), row, count) { silu($0 + b) }
     case .sigmoid: map16(UnsafePointer(row), row, count) { sigmoid($0 + b) }
+    }
+    guard let r = residual else { return }
+    var i = 0
+    while i + 16 <= count {
+        row.store(r.vec16(i) + row.vec16(i), at: i)
+        i += 16
+    }
+    while i < count {
+        row[i] = r[i] + row[i]
+        i += 1
     }
 }
 
@@ -98,24 +150,26 @@ func im2colConv2d(_ x: UnsafePointer<Float>, _ weight: UnsafePointer<Float>, _ y
     let cols = UnsafeMutablePointer<Float>.allocate(capacity: k * plane)
     defer { cols.deallocate() }
     for g in 0..<p.groups {
-        im2col(x + g * cinG * h * w, cols, channels: cinG, h: h, w: w, p)
+        im2col(x + g * cinG * h * w, cols, channels: cinG, h: h, w: w, rows: 0..<ho, p)
         BLAS.sgemm(m: coutG, n: plane, k: k, a: weight + g * coutG * k, lda: k,
                    b: cols, ldb: plane, c: y + g * coutG * plane, ldc: plane)
     }
 }
 
-/// x: [C, H, W] → cols: [C · kH · kW, Ho · Wo], zeros where the window leaves the image.
+/// x: [C, H, W] → cols: [C · kH · kW, rows.count · Wo] for the output rows `rows`, zeros where
+/// the window leaves the image.
 func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, channels: Int, h: Int, w: Int,
-            _ p: Conv2DParameters) {
-    let (ho, wo) = p.outputSize(h: h, w: w)
+            rows: Range<Int>, _ p: Conv2DParameters) {
+    let (_, wo) = p.outputSize(h: h, w: w)
+    let width = rows.count * wo
     var row = cols
     for c in 0..<channels {
         let plane = x + c * h * w
         for ky in 0..<p.kernelH {
             for kx in 0..<p.kernelW {
                 let (lo, hi) = p.validColumns(kx: kx, w: w, wo: wo)
-                for oy in 0..<ho {
-                    let out = row + oy * wo
+                for oy in rows {
+                    let out = row + (oy - rows.lowerBound) * wo
                     let iy = oy * p.strideH - p.padH + ky
                     guard iy >= 0 && iy < h else {
                         out.initialize(repeating: 0, count: wo)
@@ -125,12 +179,25 @@ func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, chan
                     let src = plane + iy * w - p.padW + kx
                     if p.strideW == 1 {
                         (out + lo).update(from: src + lo, count: hi - lo)
+                    } else if p.strideW == 2 {
+                        // Even lanes of 32 consecutive inputs; the last block must not read past
+                        // src[2 · (hi − 1)], hence 17 columns of room.
+                        var ox = lo
+                        while ox + 17 <= hi {
+                            let v = UnsafeRawPointer(src + 2 * ox).loadUnaligned(as: SIMD32<Float>.self)
+                            out.store(v.evenHalf, at: ox)
+                            ox += 16
+                        }
+                        while ox < hi {
+                            out[ox] = src[2 * ox]
+                            ox += 1
+                        }
                     } else {
                         for ox in lo..<hi { out[ox] = src[ox * p.strideW] }
                     }
                     (out + hi).initialize(repeating: 0, count: wo - hi)
                 }
-                row += ho * wo
+                row += width
             }
         }
     }

@@ -25,22 +25,22 @@ public func activated(_ x: Tensor, _ activation: Activation) -> Tensor {
 /// a + b elementwise; shapes must match.
 public func add(_ a: Tensor, _ b: Tensor) -> Tensor {
     precondition(a.shape == b.shape, "add: shapes \(a.shape) and \(b.shape) differ")
-    var y = a
-    y.scalars.withUnsafeMutableBufferPointer { yp in
-        b.scalars.withUnsafeBufferPointer { bp in
-            let y = yp.baseAddress!, b = bp.baseAddress!, n = yp.count
-            var i = 0
-            while i + 16 <= n {
-                y.store(y.vec16(i) + b.vec16(i), at: i)
-                i += 16
-            }
-            while i < n {
-                y[i] += b[i]
-                i += 1
+    return Tensor(shape: a.shape) { yp in
+        a.scalars.withUnsafeBufferPointer { ap in
+            b.scalars.withUnsafeBufferPointer { bp in
+                let y = yp.baseAddress!, a = ap.baseAddress!, b = bp.baseAddress!, n = yp.count
+                var i = 0
+                while i + 16 <= n {
+                    y.store(a.vec16(i) + b.vec16(i), at: i)
+                    i += 16
+                }
+                while i < n {
+                    y[i] = a[i] + b[i]
+                    i += 1
+                }
             }
         }
     }
-    return y
 }
 
 /// Plain implementations: the oracles the fast kernels are tested against.

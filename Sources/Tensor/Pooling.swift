@@ -10,51 +10,53 @@ public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Te
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let ho = (h + 2 * padding - kernel) / stride + 1, wo = (w + 2 * padding - kernel) / stride + 1
     precondition(ho > 0 && wo > 0, "maxPool2d: input \(h)×\(w) is smaller than the kernel")
-    var y = Tensor(zeros: [n, c, ho, wo])
-    x.scalars.withUnsafeBufferPointer { xb in
-        y.scalars.withUnsafeMutableBufferPointer { yb in
-            let xp = xb.baseAddress!, yp = yb.baseAddress!
-            if stride == 1 {
-                let pw = w + 2 * padding
-                let padded = UnsafeMutablePointer<Float>.allocate(capacity: pw)
-                let rows = UnsafeMutablePointer<Float>.allocate(capacity: h * wo)
-                defer { padded.deallocate(); rows.deallocate() }
-                padded.initialize(repeating: -.infinity, count: pw)
-                for plane in 0..<(n * c) {
-                    let src = xp + plane * h * w, dst = yp + plane * ho * wo
-                    for iy in 0..<h {
-                        (padded + padding).update(from: src + iy * w, count: w)
-                        maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows + iy * wo, count: wo)
+    let planes = Parallel.ranges(n * c, parts: Parallel.width)
+    return Tensor(shape: [n, c, ho, wo]) { yb in
+        x.scalars.withUnsafeBufferPointer { xb in
+            let xa = Address(xb.baseAddress!), ya = Address(yb.baseAddress!)
+            Parallel.forEach(planes.count) { part in
+                let xp = xa.pointer, yp = ya.pointer
+                if stride == 1 {
+                    let pw = w + 2 * padding
+                    let padded = UnsafeMutablePointer<Float>.allocate(capacity: pw)
+                    let rows = UnsafeMutablePointer<Float>.allocate(capacity: h * wo)
+                    defer { padded.deallocate(); rows.deallocate() }
+                    padded.initialize(repeating: -.infinity, count: pw)
+                    for plane in planes[part] {
+                        let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                        for iy in 0..<h {
+                            (padded + padding).update(from: src + iy * w, count: w)
+                            maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows + iy * wo, count: wo)
+                        }
+                        for oy in 0..<ho {
+                            // Window rows oy − padding ..< oy − padding + kernel, clipped to the image.
+                            let top = max(0, oy - padding), bottom = min(h, oy - padding + kernel)
+                            maxOfShifted(UnsafePointer(rows + top * wo), step: wo, taps: bottom - top,
+                                         into: dst + oy * wo, count: wo)
+                        }
                     }
-                    for oy in 0..<ho {
-                        // Window rows oy − padding ..< oy − padding + kernel, clipped to the image.
-                        let top = max(0, oy - padding), bottom = min(h, oy - padding + kernel)
-                        maxOfShifted(UnsafePointer(rows + top * wo), step: wo, taps: bottom - top,
-                                     into: dst + oy * wo, count: wo)
-                    }
-                }
-            } else {
-                for plane in 0..<(n * c) {
-                    let src = xp + plane * h * w, dst = yp + plane * ho * wo
-                    for oy in 0..<ho {
-                        for ox in 0..<wo {
-                            var m = -Float.infinity
-                            for ky in 0..<kernel {
-                                let iy = oy * stride - padding + ky
-                                guard iy >= 0 && iy < h else { continue }
-                                for kx in 0..<kernel {
-                                    let ix = ox * stride - padding + kx
-                                    if ix >= 0 && ix < w { m = max(m, src[iy * w + ix]) }
+                } else {
+                    for plane in planes[part] {
+                        let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                        for oy in 0..<ho {
+                            for ox in 0..<wo {
+                                var m = -Float.infinity
+                                for ky in 0..<kernel {
+                                    let iy = oy * stride - padding + ky
+                                    guard iy >= 0 && iy < h else { continue }
+                                    for kx in 0..<kernel {
+                                        let ix = ox * stride - padding + kx
+                                        if ix >= 0 && ix < w { m = max(m, src[iy * w + ix]) }
+                                    }
                                 }
+                                dst[oy * wo + ox] = m
                             }
-                            dst[oy * wo + ox] = m
                         }
                     }
                 }
             }
         }
     }
-    return y
 }
 
 /// out[i] = max over t < taps of src[i + t·step], for i < count.

@@ -6,8 +6,10 @@ public func softmax(_ x: Tensor) -> Tensor {
     let len = x.shape.last!
     var y = x
     y.scalars.withUnsafeMutableBufferPointer { yb in
-        for r in 0..<(yb.count / len) {
-            softmaxRow(yb.baseAddress! + r * len, count: len)
+        let ya = Address(yb.baseAddress!)
+        let parts = Parallel.ranges(yb.count / len, parts: yb.count >= 1 << 14 ? Parallel.width : 1)
+        Parallel.forEach(parts.count) { part in
+            for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
         }
     }
     return y

@@ -19,6 +19,16 @@ public struct Tensor: Sendable, Equatable {
         self.init(shape: shape, scalars: [Float](repeating: 0, count: shape.reduce(1, *)))
     }
 
+    /// A tensor whose every scalar `initializer` writes (the buffer starts uninitialized:
+    /// no zero-fill pass for outputs a kernel overwrites anyway).
+    public init(shape: [Int], uninitialized initializer: (UnsafeMutableBufferPointer<Float>) -> Void) {
+        let count = shape.reduce(1, *)
+        self.init(shape: shape, scalars: [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initializer(buffer)
+            initialized = count
+        })
+    }
+
     public var count: Int { scalars.count }
     public var rank: Int { shape.count }
 

@@ -4,9 +4,8 @@ public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
     precondition(x.rank == 4 && scale >= 1, "upsampleNearest: x \(x.shape), scale \(scale)")
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let wo = w * scale
-    var y = Tensor(zeros: [n, c, h * scale, wo])
-    x.scalars.withUnsafeBufferPointer { xb in
-        y.scalars.withUnsafeMutableBufferPointer { yb in
+    return Tensor(shape: [n, c, h * scale, wo]) { yb in
+        x.scalars.withUnsafeBufferPointer { xb in
             var src = xb.baseAddress!, dst = yb.baseAddress!
             for _ in 0..<(n * c * h) {
                 for ix in 0..<w {
@@ -18,7 +17,6 @@ public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
             }
         }
     }
-    return y
 }
 
 extension Reference {

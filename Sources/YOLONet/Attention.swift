@@ -18,7 +18,8 @@ struct Attention: Sendable {
         pe = try Conv(&w, p + ".pe", dim, dim, k: 3, g: dim, activation: .none)
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
+    /// attention(x) + residual.
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil) -> Tensor {
         let (c, h, wd) = (x.shape[1], x.shape[2], x.shape[3])
         let n = h * wd
         // qkv: [1, heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
@@ -27,7 +28,7 @@ struct Attention: Sendable {
         var attn = matmul(q, k, transposeA: true, alpha: scale)  // [heads, N, N]
         attn = softmax(attn)
         let out = matmul(v, attn, transposeB: true)  // [heads, headDim, N]
-        return proj(add(out.reshaped([1, c, h, wd]), pe(v.reshaped([1, c, h, wd]))))
+        return proj(pe(v.reshaped([1, c, h, wd]), residual: out.reshaped([1, c, h, wd])), residual: residual)
     }
 }
 
@@ -43,8 +44,8 @@ struct PSABlock: Sendable {
     }
 
     func callAsFunction(_ x: Tensor) -> Tensor {
-        let y = add(x, attn(x))
-        return add(y, ffn1(ffn0(y)))
+        let y = attn(x, residual: x)
+        return ffn1(ffn0(y), residual: y)
     }
 }
 

@@ -15,8 +15,7 @@ struct Bottleneck: Sendable {
     }
 
     func callAsFunction(_ x: Tensor) -> Tensor {
-        let y = cv2(cv1(x))
-        return residual ? add(x, y) : y
+        cv2(cv1(x), residual: residual ? x : nil)
     }
 }
 
@@ -104,7 +103,6 @@ struct SPPF: Sendable {
     func callAsFunction(_ x: Tensor) -> Tensor {
         var pieces = [cv1(x)]
         for _ in 0..<n { pieces.append(maxPool2d(pieces[pieces.count - 1], kernel: k, stride: 1, padding: k / 2)) }
-        let y = cv2(concat(pieces, axis: 1))
-        return residual ? add(y, x) : y
+        return cv2(concat(pieces, axis: 1), residual: residual ? x : nil)
     }
 }

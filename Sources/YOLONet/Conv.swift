@@ -21,8 +21,9 @@ package struct Conv: Sendable {
         try Conv(&source, prefix, c1, c2, k: k, s: s, g: gcd(c1, c2))
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        conv2d(x, weight: weight, bias: bias, parameters, activation: activation)
+    /// The convolution, plus `residual` (same shape as the output) added after the activation.
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil) -> Tensor {
+        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual)
     }
 
     /// Multiply-adds × 2 for an output of `outputShape`.

@@ -311,6 +311,39 @@ struct Classify: Sendable {
 }
 
 /// Indices of the `k` largest values, largest first; ties keep the lower index first.
-func topIndices(_ values: [Float], _ k: Int) -> [Int] {
-    Array(values.indices.sorted { values[$0] > values[$1] || (values[$0] == values[$1] && $0 < $1) }.prefix(k))
+///
+/// (value descending, index ascending) is a strict total order on the indices, so a
+/// quickselect of the first k followed by a sort of those k gives exactly the prefix of the
+/// full sort, in O(n + k log k) instead of O(n log n).
+package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
+    let k = min(max(k, 0), values.count)
+    guard k > 0 else { return [] }
+    var order = Array(values.indices)
+    values.withUnsafeBufferPointer { v in
+        order.withUnsafeMutableBufferPointer { o in
+            func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
+            var lo = 0, hi = o.count - 1
+            // Invariant: the k first of the order lie in o[0..<k], and o[lo...hi] holds the undecided ones.
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2
+                // Median of three as the pivot, moved to o[hi].
+                if before(o[mid], o[lo]) { o.swapAt(mid, lo) }
+                if before(o[hi], o[lo]) { o.swapAt(hi, lo) }
+                if before(o[mid], o[hi]) { o.swapAt(mid, hi) }
+                let pivot = o[hi]
+                var store = lo
+                for i in lo..<hi where before(o[i], pivot) {
+                    o.swapAt(i, store)
+                    store += 1
+                }
+                o.swapAt(store, hi)
+                if store == k - 1 || store == k { break }
+                if store < k { lo = store + 1 } else { hi = store - 1 }
+            }
+            var head = Array(o[0..<k])
+            head.sort(by: before)
+            for i in 0..<k { o[i] = head[i] }
+        }
+    }
+    return Array(order.prefix(k))
 }

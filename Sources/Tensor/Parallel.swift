@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+
+/// How our kernels split work over threads.
+///
+/// OpenBLAS runs single-threaded (set when it is loaded); every multi-threaded region is
+/// ours, so a GEMM and the im2col / epilogue around it share one split and the cores are
+/// never oversubscribed by OpenBLAS threads spinning after a GEMM. `BLAS.threads` reads and
+/// writes `Parallel.width`.
+public enum Parallel {
+    /// 0 until set: then OpenBLAS's own default (all cores, or `OPENBLAS_NUM_THREADS`).
+    private static let storage = Atomic<Int>(0)
+
+    /// Threads a kernel may use (≥ 1).
+    public static var width: Int {
+        get {
+            let w = storage.load(ordering: .relaxed)
+            return w > 0 ? w : BLAS.defaultThreads
+        }
+        set { storage.store(max(1, newValue), ordering: .relaxed) }
+    }
+
+    /// Runs `body(i)` for every i in 0..<count, concurrently when count > 1; returns when all
+    /// are done. The caller runs parts too. A call made while another is in progress (from
+    /// another thread, or from inside a body) runs serially on its own thread.
+    static func forEach(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        if count == 1 {
+            body(0)
+        } else if count > 1 {
+            WorkerPool.shared.run(count, body)
+        }
+    }
+
+    /// 0..<total in at most `parts` contiguous ranges, each starting at a multiple of `align`
+    /// (the last takes the rest); fewer parts when there is too little work for them.
+    static func ranges(_ total: Int, parts: Int, align: Int = 1) -> [Range<Int>] {
+        let units = (total + align - 1) / align
+        let n = max(1, min(parts, units))
+        return (0..<n).map { i in min(total, i * units / n * align)..<min(total, (i + 1) * units / n * align) }
+    }
+}
+
+/// A buffer address carried into a concurrent region (pointers are not `Sendable`); each
+/// task writes only its own part of the buffer.
+struct Address: Sendable {
+    let bits: Int
+    init(_ p: UnsafePointer<Float>) { bits = Int(bitPattern: p) }
+    init(_ p: UnsafeMutablePointer<Float>) { bits = Int(bitPattern: p) }
+    var pointer: UnsafeMutablePointer<Float> { UnsafeMutablePointer(bitPattern: bits)! }
+}
+
+/// Worker threads that spin briefly after a job (the next kernel usually follows within
+/// microseconds), then sleep on a condition. `DispatchQueue.concurrentPerform` was measured
+/// here to run two 20 µs parts one after the other: its workers wake too late for kernels
+/// this short.
+final class WorkerPool: Sendable {
+    static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
+
+    final class Job: Sendable {
+        let body: @Sendable (Int) -> Void
+        let count: Int
+        let next = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        init(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) { (self.count, self.body) = (count, body) }
+
+        /// Claims and runs parts until none is left.
+        func work() {
+            while true {
+                let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard i < count else { return }
+                body(i)
+                done.add(1, ordering: .releasing)
+            }
+        }
+    }
+
+    private let current = Mutex<Job?>(nil)
+    private let generation = Atomic<Int>(0)
+    private let busy = Atomic<Bool>(false)
+    private let wakeup = NSCondition()
+    /// Spins (atomic loads) before a worker sleeps: about 100 µs.
+    private let spinLimit = 200_000
+
+    private init(workers: Int) {
+        for _ in 0..<workers {
+            let thread = Thread { [self] in loop() }
+            thread.name = "yolo-worker"
+            thread.start()
+        }
+    }
+
+    func run(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            for i in 0..<count { body(i) }
+            return
+        }
+        defer { busy.store(false, ordering: .releasing) }
+        let job = Job(count, body)
+        current.withLock { $0 = job }
+        wakeup.lock()
+        generation.add(1, ordering: .releasing)
+        wakeup.broadcast()
+        wakeup.unlock()
+        job.work()
+        while job.done.load(ordering: .acquiring) < count {}
+        current.withLock { $0 = nil }
+    }
+
+    private func loop() {
+        var seen = 0
+        while true {
+            var spins = 0
+            while generation.load(ordering: .acquiring) == seen {
+                spins += 1
+                if spins >= spinLimit {
+                    wakeup.lock()
+                    while generation.load(ordering: .acquiring) == seen { wakeup.wait() }
+                    wakeup.unlock()
+                }
+            }
+            seen = generation.load(ordering: .acquiring)
+            if let job = current.withLock({ $0 }) { job.work() }
+        }
+    }
+}
