@@ -19,10 +19,29 @@ private let palette: [RGB] = [
     0x00B4FF, 0xDD00BA, 0x00FFFF, 0x26C000, 0x01FFB3, 0x7D24FF, 0x7B0068, 0xFF1B6C, 0xFC6D2F, 0xA2FF0B,
 ].map(RGB.init)
 
-extension DetectionResult {
-    /// A copy of `image` with every box drawn the way Ultralytics' `Results.plot()` draws it
-    /// (OpenCV path, its default): an outline in the class colour and, above the box (inside it
-    /// when there is no room), a label in that colour reading "name conf".
+/// Ultralytics' pose palette (`Colors.pose_palette`), as RGB (Ultralytics lists it BGR).
+private let posePalette: [RGB] = [
+    0x0080FF, 0x3399FF, 0x66B2FF, 0x00E6E6, 0xFF99FF, 0xFFCC99, 0xFF66FF, 0xFF33FF, 0xFFB266, 0xFF9933,
+    0x9999FF, 0x6666FF, 0x3333FF, 0x99FF99, 0x66FF66, 0x33FF33, 0x00FF00, 0xFF0000, 0x0000FF, 0xFFFFFF,
+].map(RGB.init)
+
+/// COCO's skeleton, 1-based keypoint pairs, and the colours Ultralytics' `Annotator` gives its
+/// limbs and keypoints.
+private let skeleton: [(Int, Int)] = [
+    (16, 14), (14, 12), (17, 15), (15, 13), (12, 13), (6, 12), (7, 13), (6, 7), (6, 8), (7, 9),
+    (8, 10), (9, 11), (2, 3), (1, 2), (1, 3), (2, 4), (3, 5), (4, 6), (5, 7),
+]
+private let limbColors = [9, 9, 9, 9, 7, 7, 7, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16].map { posePalette[$0] }
+private let keypointColors = [16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9].map { posePalette[$0] }
+
+private func classColor(_ cls: Int) -> RGB { palette[(cls % palette.count + palette.count) % palette.count] }
+
+extension Results {
+    /// A copy of `image` with the results drawn the way Ultralytics' `Results.plot()` draws them
+    /// (OpenCV path, its default), in this order: masks as translucent fills in the class colour
+    /// (alpha 0.5), boxes (or rotated boxes as polygons) with a label reading "name conf",
+    /// the top-5 classes as text lines in the top-left corner, then keypoints (radius 5, those
+    /// with confidence ≥ 0.25) and, for the 17 COCO keypoints, the skeleton.
     ///
     /// - Parameter lineWidth: outline width in pixels, clamped to 0.5…3 and rounded (at least 1).
     ///   By default Ultralytics' `max(round((h + w + 3) / 2 · 0.003), 2)`, where the 3 is the
@@ -44,9 +63,23 @@ extension DetectionResult {
             let derived = (Double(canvas.height + canvas.width + 3) / 2 * 0.003).rounded(.toNearestOrEven)
             thickness = max(Int(derived), 2)
         }
+        let drawn = zip(masks, boxes).compactMap { mask, box in mask.bitmap.map { ($0, classColor(box.cls)) } }
+        canvas.blendMasks(drawn, alpha: 0.5)
         // Lowest confidence first, so the most confident box ends on top, as in Ultralytics.
         for box in boxes.reversed() {
             canvas.drawLabeledBox(box, lineWidth: thickness)
+        }
+        for box in obb.reversed() {
+            canvas.drawLabeledPolygon(box.xyxyxyxy, label: "\(box.name) \(String(format: "%.2f", Double(box.conf)))",
+                                      color: classColor(box.cls), lineWidth: thickness)
+        }
+        if let probs {
+            let lines = probs.top5.map { "\(probs.name($0)) \(String(format: "%.2f", Double(probs.data[$0])))" }
+            let margin = Int((Double(canvas.height) * 0.03).rounded(.toNearestOrEven))
+            canvas.drawTextLines(lines, x: margin, y: margin, scale: thickness)
+        }
+        for k in keypoints.reversed() {
+            canvas.drawKeypoints(k, radius: 5, lineWidth: thickness)
         }
         return canvas
     }
@@ -103,22 +136,178 @@ extension Image {
     /// at Ultralytics' font scale lineWidth / 3.
     mutating func drawLabeledBox(_ box: Box, lineWidth: Int) {
         guard box.xyxy.count == 4, box.xyxy.allSatisfy({ $0.isFinite }) else { return }
-        // Coordinates this far out are clipped anyway; the bound keeps Int(_:) from trapping.
-        let c = box.xyxy.map { Int(min(max($0, -1e6), 1e6)) }
-        let color = palette[(box.cls % palette.count + palette.count) % palette.count]
-        strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: color)
+        let c = box.xyxy.map(pixel)
+        strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: classColor(box.cls))
+        drawLabel("\(box.name) \(String(format: "%.2f", Double(box.conf)))", x: c[0], y: c[1], lineWidth: lineWidth)
+    }
 
-        let label = "\(box.name) \(String(format: "%.2f", Double(box.conf)))"
+    /// A label pill whose bottom-left corner is (x, y), or whose top-left corner is when there
+    /// is no room above (Ultralytics' `box_label` placement).
+    mutating func drawLabel(_ label: String, x: Int, y: Int, lineWidth: Int) {
         let scale = lineWidth, text = Self.textSize(label, scale: scale)
         let pillWidth = text.width + 2 * scale, pillHeight = text.height + 2
-        let outside = c[1] >= pillHeight
+        let outside = y >= pillHeight
         // Ultralytics shifts a label that would cross the right edge inside; this also does it at
         // the left edge, for boxes starting outside the image.
-        let left = max(min(c[0], width - pillWidth), 0)
-        let top = outside ? c[1] - pillHeight : c[1]
+        let left = max(min(x, width - pillWidth), 0)
+        let top = outside ? y - pillHeight : y
         // A black pill with white text reads on any box colour.
         fillRectangle(x0: left, y0: top, x1: left + pillWidth, y1: top + pillHeight, color: RGB(0x000000))
         drawText(label, x: left + scale, y: top + 1, scale: scale, color: RGB(0xFFFFFF))
+    }
+}
+
+/// A coordinate as a pixel index: truncated toward zero like Python's int(); values this far
+/// out are clipped anyway, and the bound keeps Int(_:) from trapping.
+private func pixel(_ v: Float) -> Int { v.isNaN ? 0 : Int(min(max(v, -1e6), 1e6)) }
+
+extension Image {
+    /// Ultralytics `Annotator.masks` (alpha blending of every mask at once): each pixel becomes
+    /// image · Π(1 − alpha) over the masks covering it + alpha · the largest colour among them,
+    /// per channel, truncated to 8 bits. Masks of another frame size are skipped.
+    package mutating func blendMasks(_ masks: [(BinaryMask, RGB)], alpha: Float) {
+        let masks = masks.filter { $0.0.width == width && $0.0.height == height && $0.0.area > 0 }
+        guard !masks.isEmpty else { return }
+        // Over the rectangle holding every mask: how many masks cover each pixel, and the largest
+        // colour among them (4 bytes a pixel).
+        let x0 = masks.map(\.0.region.x).min()!, y0 = masks.map(\.0.region.y).min()!
+        let x1 = masks.map { $0.0.region.x + $0.0.region.width }.max()!, y1 = masks.map { $0.0.region.y + $0.0.region.height }.max()!
+        let w = x1 - x0
+        var cover = [SIMD4<UInt8>](repeating: .zero, count: w * (y1 - y0))
+        for (mask, color) in masks {
+            let c = SIMD4(color.r, color.g, color.b, 0), r = mask.region
+            for y in 0..<r.height {
+                for x in 0..<r.width where mask.pixels[y * r.width + x] != 0 {
+                    let i = (r.y + y - y0) * w + r.x + x - x0
+                    var v = pointwiseMax(cover[i], c)
+                    v[3] = cover[i][3] == 255 ? 255 : cover[i][3] + 1
+                    cover[i] = v
+                }
+            }
+        }
+        var inverse: [Float] = [1]  // (1 − alpha)^k, a product in Float32 like torch.prod
+        for _ in 0..<255 { inverse.append(inverse[inverse.count - 1] * (1 - alpha)) }
+        for y in y0..<y1 {
+            for x in x0..<x1 {
+                let v = cover[(y - y0) * w + x - x0]
+                guard v[3] > 0 else { continue }
+                for ch in 0..<3 {
+                    let i = (y * width + x) * 3 + ch
+                    let value = (Float(pixels[i]) / 255 * inverse[Int(v[3])] + Float(v[ch]) / 255 * alpha) * 255
+                    pixels[i] = UInt8(min(max(value, 0), 255))
+                }
+            }
+        }
+    }
+
+    /// A line `thickness` pixels wide between two points: every pixel whose centre lies within
+    /// thickness / 2 of the segment (a capsule), row by row; clipped.
+    package mutating func drawLine(_ a: SIMD2<Float>, _ b: SIMD2<Float>, thickness: Int, color: RGB) {
+        guard a.x.isFinite, a.y.isFinite, b.x.isFinite, b.y.isFinite else { return }
+        let radius = max(Float(thickness) / 2, 0.5)
+        let y0 = max(Int((min(a.y, b.y) - radius).rounded(.down)), 0), y1 = min(Int((max(a.y, b.y) + radius).rounded(.up)), height - 1)
+        guard y0 <= y1 else { return }
+        let d = b - a, length = (d * d).sum().squareRoot()
+        for y in y0...y1 {
+            let py = Float(y)
+            // The row's cross-section of the capsule (convex, so one interval): the two end discs
+            // and the band along the segment.
+            var lo = Float.infinity, hi = -Float.infinity
+            for e in [a, b] {
+                let h = radius * radius - (py - e.y) * (py - e.y)
+                if h >= 0 { lo = min(lo, e.x - h.squareRoot()); hi = max(hi, e.x + h.squareRoot()) }
+            }
+            if length > 0 {
+                // 0 ≤ (p − a)·d ≤ |d|² and |(p − a) × d| ≤ r·|d|, each linear in x.
+                var l = -Float.infinity, u = Float.infinity
+                func within(_ k: Float, _ c: Float, _ low: Float, _ high: Float) {
+                    if k == 0 {
+                        if c < low || c > high { l = .infinity; u = -.infinity }
+                    } else {
+                        let p = (low - c) / k, q = (high - c) / k
+                        l = max(l, min(p, q)); u = min(u, max(p, q))
+                    }
+                }
+                within(d.x, -a.x * d.x + (py - a.y) * d.y, 0, length * length)
+                within(d.y, -a.x * d.y - (py - a.y) * d.x, -radius * length, radius * length)
+                if l <= u { lo = min(lo, l); hi = max(hi, u) }
+            }
+            guard lo <= hi else { continue }
+            let xs = max(Int(max(lo, -1).rounded(.up)), 0), xe = min(Int(min(hi, Float(width)).rounded(.down)), width - 1)
+            guard xs <= xe else { continue }
+            for x in xs...xe {
+                let i = (y * width + x) * 3
+                pixels[i] = color.r; pixels[i + 1] = color.g; pixels[i + 2] = color.b
+            }
+        }
+    }
+
+    /// A filled disc of `radius` pixels around (x, y), as `cv2.circle(..., -1)`; clipped.
+    package mutating func fillCircle(x cx: Int, y cy: Int, radius: Int, color: RGB) {
+        let r = max(radius, 0)
+        let x0 = max(cx - r, 0), x1 = min(cx + r, width - 1), y0 = max(cy - r, 0), y1 = min(cy + r, height - 1)
+        guard x0 <= x1, y0 <= y1 else { return }
+        for y in y0...y1 {
+            for x in x0...x1 where (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r {
+                let i = (y * width + x) * 3
+                pixels[i] = color.r; pixels[i + 1] = color.g; pixels[i + 2] = color.b
+            }
+        }
+    }
+
+    /// A rotated box as `box_label` draws a polygon: the closed outline through the corners
+    /// (truncated to whole pixels) and the label at the first corner.
+    mutating func drawLabeledPolygon(_ corners: [SIMD2<Float>], label: String, color: RGB, lineWidth: Int) {
+        guard !corners.isEmpty, corners.allSatisfy({ $0.x.isFinite && $0.y.isFinite }) else { return }
+        let points = corners.map { SIMD2(Float(pixel($0.x)), Float(pixel($0.y))) }
+        for i in points.indices {
+            drawLine(points[i], points[(i + 1) % points.count], thickness: lineWidth, color: color)
+        }
+        drawLabel(label, x: Int(points[0].x), y: Int(points[0].y), lineWidth: lineWidth)
+    }
+
+    /// Lines of white text on translucent dark-grey pills (Ultralytics' RGBA (64, 64, 64, 128)
+    /// text box), one under the other from (x, y).
+    mutating func drawTextLines(_ lines: [String], x: Int, y: Int, scale: Int) {
+        var top = y
+        for line in lines {
+            let text = Self.textSize(line, scale: scale)
+            let pillWidth = text.width + 2 * scale, pillHeight = text.height + 2
+            let grey = Float(64) * 128 / 255
+            let px0 = max(x, 0), px1 = min(x + pillWidth, width), py0 = max(top, 0), py1 = min(top + pillHeight, height)
+            if px0 < px1 && py0 < py1 {
+                for py in py0..<py1 {
+                    for i in ((py * width + px0) * 3)..<((py * width + px1) * 3) {
+                        pixels[i] = UInt8(min(Float(pixels[i]) * (1 - 128 / 255) + grey, 255))
+                    }
+                }
+            }
+            drawText(line, x: x + scale, y: top + 1, scale: scale, color: RGB(0xFFFFFF))
+            top += pillHeight
+        }
+    }
+
+    /// Ultralytics `Annotator.kpts`: a disc per keypoint with confidence ≥ 0.25 (or any keypoint
+    /// without confidences but at (0, 0)), then for the 17 COCO keypoints the skeleton's limbs
+    /// between keypoints that both pass, `ceil(lineWidth / 2)` wide.
+    mutating func drawKeypoints(_ k: Keypoints, radius: Int, lineWidth: Int) {
+        let threshold: Float = 0.25
+        let isPose = k.xy.count == 17
+        func visible(_ i: Int) -> Bool {
+            guard i < k.xy.count, k.xy[i].x.isFinite, k.xy[i].y.isFinite else { return false }
+            return k.conf.count == k.xy.count ? k.conf[i] >= threshold : k.xy[i] != .zero
+        }
+        for i in k.xy.indices where visible(i) {
+            fillCircle(x: pixel(k.xy[i].x), y: pixel(k.xy[i].y), radius: radius,
+                       color: isPose ? keypointColors[i] : classColor(i))
+        }
+        guard isPose else { return }
+        for (n, (a, b)) in skeleton.enumerated() where visible(a - 1) && visible(b - 1) {
+            let p = SIMD2(Float(pixel(k.xy[a - 1].x)), Float(pixel(k.xy[a - 1].y)))
+            let q = SIMD2(Float(pixel(k.xy[b - 1].x)), Float(pixel(k.xy[b - 1].y)))
+            guard min(p.x, p.y, q.x, q.y) >= 0 else { continue }
+            drawLine(p, q, thickness: (lineWidth + 1) / 2, color: limbColors[n])
+        }
     }
 }
 
@@ -130,10 +319,28 @@ extension Box {
     }
 }
 
-extension DetectionResult {
+extension Results {
     /// `boxes` on `image`, with no input shape or timings.
     package init(image: Image, boxes: [Box]) {
-        self.init(path: nil, originalShape: [image.height, image.width], inputShape: [], boxes: boxes,
-                  speed: Speed(preprocess: 0, inference: 0, postprocess: 0), image: image)
+        self.init(task: .detect, originalShape: [image.height, image.width], inputShape: [], boxes: boxes, image: image)
+    }
+}
+
+extension Mask {
+    /// A mask drawn on an image: `bitmap` in the image's frame, no input-resolution copy.
+    package init(bitmap: BinaryMask, polygon: [SIMD2<Float>] = []) {
+        self.init(bitmap: bitmap, inputBitmap: nil, area: bitmap.area, xy: polygon, originalShape: [bitmap.height, bitmap.width])
+    }
+}
+
+extension Keypoints {
+    package init(xy: [SIMD2<Float>], conf: [Float], in image: Image) {
+        self.init(xy: xy, conf: conf, originalShape: [image.height, image.width])
+    }
+}
+
+extension OrientedBox {
+    package init(xywhr: [Float], conf: Float, cls: Int, name: String, in image: Image) {
+        self.init(xywhr: xywhr, conf: conf, cls: cls, name: name, originalShape: [image.height, image.width])
     }
 }

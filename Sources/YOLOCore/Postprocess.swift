@@ -1,34 +1,52 @@
+import Foundation
 import Tensor
 
 /// A detection in network-input pixels, before mapping back to the original image.
 package struct RawDetection: Sendable, Equatable {
-    package var box: SIMD4<Float>  // x1, y1, x2, y2
+    /// x1, y1, x2, y2; for rotated boxes (obb) cx, cy, w, h with the angle in `extra`.
+    package var box: SIMD4<Float>
     package var score: Float
     package var cls: Int
+    /// The row's values after the class: 32 mask coefficients (segment), K × (x, y, visibility)
+    /// keypoints (pose) or the angle (obb); empty for detect.
+    package var extra: [Float] = []
 }
 
 /// End-to-end heads (YOLO26) already rank their top-k: keep rows above the confidence and in
 /// the class filter, in order, up to `maxDetections` (Ultralytics `non_max_suppression`
-/// with `end2end`). rows: [1, k, 6] of (x1, y1, x2, y2, score, class).
+/// with `end2end`). rows: [1, k, 6 + extra] of (x1, y1, x2, y2, score, class, extra…); for obb
+/// (cx, cy, w, h, score, class, angle).
 package func selectEndToEnd(_ rows: Tensor, _ config: YOLOConfiguration) -> [RawDetection] {
+    guard rows.rank == 3, rows.shape[2] >= 6 else { return [] }
     let k = rows.shape[1], width = rows.shape[2]
     let allowed = config.classes.map(Set.init)
     var kept = [RawDetection]()
     for i in 0..<k where kept.count < config.maxDetections {
-        let r = rows.scalars[(i * width)..<(i * width + 6)].map { $0 }
-        let cls = Int(r[5])
-        guard r[4] > config.confidence, allowed?.contains(cls) ?? true else { continue }
-        kept.append(RawDetection(box: SIMD4(r[0], r[1], r[2], r[3]), score: r[4], cls: cls))
+        let base = i * width
+        let score = rows.scalars[base + 4], c = rows.scalars[base + 5]
+        // A NaN score fails the comparison; a class that is not a small integer is dropped.
+        guard score > config.confidence, c.isFinite, c >= 0, c < 1e9 else { continue }
+        let cls = Int(c)
+        guard allowed?.contains(cls) ?? true else { continue }
+        kept.append(RawDetection(box: SIMD4(rows.scalars[base], rows.scalars[base + 1], rows.scalars[base + 2], rows.scalars[base + 3]),
+                                 score: score, cls: cls, extra: Array(rows.scalars[(base + 6)..<(base + width)])))
     }
     return kept
 }
 
 /// Ultralytics `non_max_suppression` for one-to-many heads: best class per anchor above the
-/// confidence, class filter, the 30 000 most confident, then greedy NMS per class (boxes
-/// offset by class × 7680) or across classes, up to `maxDetections`.
-/// prediction: [1, 4 + nc, A] of (cx, cy, w, h, class probabilities…).
-package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration) -> [RawDetection] {
-    let a = prediction.shape[2], nc = prediction.shape[1] - 4
+/// confidence, class filter, the 30 000 most confident, then NMS per class (boxes offset by
+/// class × 7680) or across classes, up to `maxDetections`: greedy IoU NMS (torchvision `nms`)
+/// for boxes, probabilistic-IoU Fast-NMS for rotated boxes (`rotated`, obb).
+/// prediction: [1, 4 + nc + extra, A] of (cx, cy, w, h, class probabilities…, extra…); the
+/// extra rows (mask coefficients, keypoints, angle) are carried into `RawDetection.extra`.
+/// Boxes come out as xyxy, or as cx, cy, w, h when `rotated`.
+package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration, classes: Int? = nil,
+                               rotated: Bool = false) -> [RawDetection] {
+    guard prediction.rank == 3, prediction.shape[1] > 4 else { return [] }
+    let a = prediction.shape[2], nc = min(classes ?? prediction.shape[1] - 4, prediction.shape[1] - 4)
+    let extra = prediction.shape[1] - 4 - nc
+    guard nc > 0, a > 0 else { return [] }
     var best = [Float](repeating: -.infinity, count: a), bestClass = [Int32](repeating: 0, count: a)
     prediction.scalars.withUnsafeBufferPointer { p in
         best.withUnsafeMutableBufferPointer { b in
@@ -42,16 +60,77 @@ package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration
     for i in 0..<a where best[i] > config.confidence && (allowed?.contains(Int(bestClass[i])) ?? true) {
         let cx = prediction.scalars[i], cy = prediction.scalars[a + i]
         let w = prediction.scalars[2 * a + i], h = prediction.scalars[3 * a + i]
-        candidates.append(RawDetection(box: SIMD4(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2),
-                                       score: best[i], cls: Int(bestClass[i])))
+        let box = rotated ? SIMD4(cx, cy, w, h) : SIMD4(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+        let values = (0..<extra).map { prediction.scalars[(4 + nc + $0) * a + i] }
+        candidates.append(RawDetection(box: box, score: best[i], cls: Int(bestClass[i]), extra: values))
     }
     // Stable sort: equal scores keep anchor order.
     candidates = Array(candidates.enumerated().sorted {
         $0.element.score > $1.element.score || ($0.element.score == $1.element.score && $0.offset < $1.offset)
     }.map(\.element).prefix(30_000))
     let offsets = candidates.map { config.agnosticNMS ? 0 : Float($0.cls) * 7680 }
-    let keep = greedyNMS(candidates.map(\.box), offsets: offsets, iouThreshold: config.iou, limit: config.maxDetections)
+    let keep: [Int]
+    if rotated {
+        let boxes = zip(candidates, offsets).map { d, o in
+            RotatedBox(cx: d.box[0] + o, cy: d.box[1] + o, w: d.box[2], h: d.box[3], angle: d.extra.last ?? 0)
+        }
+        keep = fastRotatedNMS(boxes, iouThreshold: config.iou, limit: config.maxDetections)
+    } else {
+        keep = greedyNMS(candidates.map(\.box), offsets: offsets, iouThreshold: config.iou, limit: config.maxDetections)
+    }
     return keep.map { candidates[$0] }
+}
+
+/// A rotated box in the form probabilistic IoU takes: centre, size, angle in radians.
+package struct RotatedBox: Sendable, Equatable {
+    package var cx, cy, w, h, angle: Float
+
+    package init(cx: Float, cy: Float, w: Float, h: Float, angle: Float) {
+        (self.cx, self.cy, self.w, self.h, self.angle) = (cx, cy, w, h, angle)
+    }
+
+    /// Ultralytics `_get_covariance_matrix`: the box as a Gaussian, [[a, c], [c, b]].
+    fileprivate var covariance: (a: Float, b: Float, c: Float) {
+        let a = w * w / 12, b = h * h / 12
+        let cosine = Foundation.cos(angle), sine = Foundation.sin(angle)
+        let cos2 = cosine * cosine, sin2 = sine * sine
+        return (a * cos2 + b * sin2, a * sin2 + b * cos2, (a - b) * cosine * sine)
+    }
+}
+
+/// Ultralytics `batch_probiou` for one pair: 1 − the Hellinger distance between the boxes'
+/// Gaussians (Bhattacharyya distance clamped to [eps, 100]), in Float32 as PyTorch computes it.
+package func probIoU(_ p: RotatedBox, _ q: RotatedBox) -> Float {
+    let eps: Float = 1e-7
+    let (a1, b1, c1) = p.covariance, (a2, b2, c2) = q.covariance
+    let a = a1 + a2, b = b1 + b2, c = c1 + c2
+    let dx = p.cx - q.cx, dy = p.cy - q.cy
+    let denominator = a * b - c * c + eps
+    let t1 = (a * dy * dy + b * dx * dx) / denominator * 0.25
+    let t2 = (c * (q.cx - p.cx) * dy) / denominator * 0.5
+    let t3 = Foundation.log((a * b - c * c) / (4 * (max(a1 * b1 - c1 * c1, 0) * max(a2 * b2 - c2 * c2, 0)).squareRoot() + eps) + eps) * 0.5
+    let bd = min(max(t1 + t2 + t3, eps), 100)
+    let hd = (1 - Foundation.exp(-bd) + eps).squareRoot()
+    return 1 - hd
+}
+
+/// Ultralytics `TorchNMS.fast_nms` with `batch_probiou`, over boxes sorted by descending
+/// score: a box is dropped when any earlier box — kept or not — overlaps it by more than the
+/// threshold (Fast-NMS, unlike greedy NMS). Returns kept indices in order, at most `limit`.
+package func fastRotatedNMS(_ boxes: [RotatedBox], iouThreshold: Float, limit: Int) -> [Int] {
+    var keep = [Int]()
+    for j in boxes.indices {
+        var suppressed = false
+        for i in 0..<j where probIoU(boxes[i], boxes[j]) > iouThreshold {
+            suppressed = true
+            break
+        }
+        if !suppressed {
+            keep.append(j)
+            if keep.count == limit { break }
+        }
+    }
+    return keep
 }
 
 /// For each anchor, the largest of `classes` rows and its index (the first on ties).

@@ -11,6 +11,10 @@ import YOLONet
 /// let model = try await YOLO("yolo26n")
 /// let result = try await model.predict("bus.jpg")
 /// for box in result.boxes { print(box.name, box.conf, box.xyxy) }
+///
+/// let segmenter = try await YOLO("yolo26n-seg")       // the task comes from the weight file
+/// let masks = try await segmenter.predict("bus.jpg", task: .segment).masks  // checked: taskMismatch otherwise
+/// let top5 = try await YOLO("yolo26n-cls").predict("bus.jpg").probs?.top5names
 /// ```
 public final class YOLO: Sendable {
     let model: Model
@@ -20,8 +24,8 @@ public final class YOLO: Sendable {
     public let url: URL
     /// Class names by index.
     public var names: [String] { model.names }
-    /// The task the model was trained for: "detect", "segment", "pose", "obb" or "classify".
-    public var task: String { model.task }
+    /// The task the model was trained for, from its weight file.
+    public var task: YOLOTask { YOLOTask(rawValue: model.task) ?? .detect }
 
     /// Settings used from the next prediction on. Setting an invalid value throws at the next
     /// prediction, naming the field.
@@ -48,44 +52,138 @@ public final class YOLO: Sendable {
         settings = Mutex(configuration)
     }
 
-    /// Detects objects in an image file (JPEG or PNG).
-    public func predict(_ path: String) async throws -> DetectionResult {
-        var result = try self(try Image(contentsOf: URL(fileURLWithPath: path)))
+    /// Runs the model on an image file (JPEG or PNG).
+    ///
+    /// - Parameter task: the task the caller expects; `nil` runs the model's own task. Asking for
+    ///   another task throws `YOLOError.taskMismatch`, except `.detect` from a segment or pose
+    ///   model, which gives its boxes alone (no mask or keypoint post-processing).
+    /// - Returns: results whose `task` says which fields are filled: `boxes` (detect), plus
+    ///   `masks` (segment) or `keypoints` (pose) one per box, `obb` (obb) or `probs` (classify).
+    public func predict(_ path: String, task: YOLOTask? = nil) async throws -> Results {
+        var result = try self(try Image(contentsOf: URL(fileURLWithPath: path)), task: task)
         result.path = URL(fileURLWithPath: path).lastPathComponent
         return result
     }
 
-    /// Detects objects in an image.
-    public func predict(_ image: Image) async throws -> DetectionResult {
-        try self(image)
+    /// Runs the model on an image; see `predict(_:task:)` for `task`.
+    public func predict(_ image: Image, task: YOLOTask? = nil) async throws -> Results {
+        try self(image, task: task)
     }
 
-    /// Detects objects in an image, synchronously.
-    public func callAsFunction(_ image: Image) throws -> DetectionResult {
-        guard task == "detect" else { throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task, requested: "detect") }
+    /// Runs the model on an image, synchronously; see `predict(_:task:)` for `task`.
+    public func callAsFunction(_ image: Image, task requested: YOLOTask? = nil) throws -> Results {
+        let task = try resolve(requested)
         let config = configuration
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds
         // Ultralytics' check_imgsz: the size rounds up to a multiple of the stride.
         let stride = model.network.maxStride
         let size = ((config.imageSize ?? model.imageSize) + stride - 1) / stride * stride
+        let shape = [image.height, image.width]
+        func ms(_ a: UInt64, _ b: UInt64) -> Double { Double(b - a) / 1e6 }
+
+        if self.task == .classify {
+            let input = ClassifyTransform(size: size)(image)
+            let preprocessed = DispatchTime.now().uptimeNanoseconds
+            let head = try model.network.forward(input)
+            let inferred = DispatchTime.now().uptimeNanoseconds
+            guard head.output.count == names.count else {
+                throw invalidOutput("classify output \(head.output.shape) for \(names.count) classes")
+            }
+            let probs = Probs(data: head.output.scalars, names: names)
+            let done = DispatchTime.now().uptimeNanoseconds
+            return Results(task: .classify, originalShape: shape, inputShape: input.shape, probs: probs,
+                           speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
+                                        postprocess: ms(inferred, done)),
+                           image: image)
+        }
+
         let letterbox = Letterbox(imgsz: size, stride: stride, auto: !config.square)
         let (input, transform) = letterbox(image)
         let preprocessed = DispatchTime.now().uptimeNanoseconds
         let head = try model.network.forward(input)
         let inferred = DispatchTime.now().uptimeNanoseconds
-        let raw = model.architecture.endToEnd ? selectEndToEnd(head.output, config) : nonMaxSuppression(head.output, config)
-        let shape = [image.height, image.width]
-        let boxes = raw.map { d in
+        let raw = try detections(head, config)
+        var boxes = [Box](), masks = [Mask](), keypoints = [Keypoints](), obb = [OrientedBox]()
+        func box(_ d: RawDetection) -> Box {
             let b = transform.scaleBox(d.box)
-            return Box(xyxy: [b[0], b[1], b[2], b[3]], conf: d.score, cls: d.cls,
-                       name: d.cls < names.count ? names[d.cls] : "class\(d.cls)", originalShape: shape)
+            return Box(xyxy: [b[0], b[1], b[2], b[3]], conf: d.score, cls: d.cls, name: name(d.cls), originalShape: shape)
+        }
+        switch (self.task, task) {
+        case (.segment, .segment):
+            guard let protos = head.protos else { throw invalidOutput("a segment head without prototypes") }
+            let inputMasks = processMasks(protos: protos, coefficients: raw.map(\.extra), boxes: raw.map(\.box),
+                                          inputWidth: transform.inputWidth, inputHeight: transform.inputHeight)
+            // Ultralytics keeps only the detections whose mask has a pixel.
+            for (d, m) in zip(raw, inputMasks) where m.area > 0 {
+                boxes.append(box(d))
+                masks.append(Mask(bitmap: scaleMask(m, originalWidth: image.width, originalHeight: image.height),
+                                  inputBitmap: m, area: m.area,
+                                  xy: maskOutline(m).map { transform.scalePoint($0) }, originalShape: shape))
+            }
+        case (.pose, .pose):
+            let dims = model.architecture.kptShape.flatMap { $0.count == 2 ? $0[1] : nil } ?? 3
+            for d in raw {
+                boxes.append(box(d))
+                let k = d.extra.count / dims
+                keypoints.append(Keypoints(
+                    xy: (0..<k).map { transform.scalePoint(SIMD2(d.extra[$0 * dims], d.extra[$0 * dims + 1])) },
+                    conf: dims >= 3 ? (0..<k).map { d.extra[$0 * dims + 2] } : [], originalShape: shape))
+            }
+        case (.obb, _):
+            obb = raw.map { d in
+                let b = transform.scaleBox(xywh: d.box)
+                return OrientedBox(xywhr: [b[0], b[1], b[2], b[3], d.extra.last ?? 0], conf: d.score, cls: d.cls,
+                                   name: name(d.cls), originalShape: shape)
+            }
+        default:
+            boxes = raw.map(box)
         }
         let done = DispatchTime.now().uptimeNanoseconds
-        func ms(_ a: UInt64, _ b: UInt64) -> Double { Double(b - a) / 1e6 }
-        return DetectionResult(path: nil, originalShape: shape, inputShape: input.shape, boxes: boxes,
-                               speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
-                                            postprocess: ms(inferred, done)),
-                               image: image)
+        return Results(task: task, originalShape: shape, inputShape: input.shape, boxes: boxes, masks: masks,
+                       keypoints: keypoints, obb: obb,
+                       speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
+                                    postprocess: ms(inferred, done)),
+                       image: image)
+    }
+
+    /// The task to run for a request: the model's own, or detect from a segment or pose model.
+    private func resolve(_ requested: YOLOTask?) throws -> YOLOTask {
+        guard let requested, requested != task else { return task }
+        if requested == .detect && (task == .segment || task == .pose) { return .detect }
+        throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task.rawValue, requested: requested.rawValue)
+    }
+
+    private func name(_ cls: Int) -> String { cls >= 0 && cls < names.count ? names[cls] : "class\(cls)" }
+
+    private func invalidOutput(_ reason: String) -> YOLOError {
+        .invalidModel(path: url.path, reason: "unexpected network output: " + reason)
+    }
+
+    /// The head's rows that pass the confidence, class filter and (legacy models) NMS, with the
+    /// task's extra values, after checking the output has the shape the task implies.
+    private func detections(_ head: HeadOutput, _ config: YOLOConfiguration) throws -> [RawDetection] {
+        let output = head.output, nc = model.network.classCount
+        let extra: Int
+        switch task {
+        case .segment:
+            guard let protos = head.protos, protos.rank == 4, protos.shape[0] == 1 else {
+                throw invalidOutput("a segment head without [1, m, h, w] prototypes")
+            }
+            extra = protos.shape[1]
+        case .pose: extra = (model.architecture.kptShape ?? [17, 3]).reduce(1, *)
+        case .obb: extra = 1
+        default: extra = 0
+        }
+        if model.architecture.endToEnd {
+            guard output.rank == 3, output.shape[0] == 1, output.shape[2] == 6 + extra else {
+                throw invalidOutput("\(output.shape), expected [1, k, \(6 + extra)]")
+            }
+            return selectEndToEnd(output, config)
+        }
+        guard output.rank == 3, output.shape[0] == 1, output.shape[1] == 4 + nc + extra else {
+            throw invalidOutput("\(output.shape), expected [1, \(4 + nc + extra), anchors]")
+        }
+        return nonMaxSuppression(output, config, classes: nc, rotated: task == .obb)
     }
 }

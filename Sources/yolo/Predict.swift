@@ -2,13 +2,19 @@ import ArgumentParser
 import Foundation
 import YOLOCore
 
-/// `yolo predict`: detections for files, folders or glob patterns, printed like Ultralytics
-/// and optionally saved as annotated images, label files and JSON.
+/// `yolo predict`: a model's results (boxes, masks, keypoints, rotated boxes or classes, by the
+/// model's task) for files, folders or glob patterns, printed like Ultralytics and optionally
+/// saved as annotated images, label files and JSON.
 struct Predict: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Detect objects in images.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run a model on images: detect, segment, pose, obb or classify, as the model was trained.")
 
     @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache) or .safetensors path.")
     var model: String = "yolo26n"
+
+    @Option(help: ArgumentHelp("The task expected of the model: detect, segment, pose, obb or classify.",
+                               discussion: "Default: the model's own. Another task is an error, except detect from a segment or pose model (boxes only)."))
+    var task: String?
 
     @Option(help: "An image file, a folder of images, or a glob pattern such as 'images/*.jpg'.")
     var source: String
@@ -31,7 +37,13 @@ struct Predict: AsyncParsableCommand {
     @Flag(help: "Save annotated images.")
     var save = false
 
-    @Flag(name: .customLong("save-txt"), help: "Save YOLO label files (cls cx cy w h conf, normalized).")
+    @Flag(name: .customLong("save-txt"), help: ArgumentHelp(
+        "Save label files in Ultralytics' formats, coordinates normalized, confidence last.",
+        discussion: """
+        detect: cls cx cy w h conf; segment: cls x1 y1 x2 y2 … conf (outline); pose: cls cx cy w h \
+        kx ky kv … conf; obb: cls x1 y1 x2 y2 x3 y3 x4 y4 conf (corners); classify: "conf name" for \
+        the top 5.
+        """))
     var saveTxt = false
 
     @Option(name: .customLong("save-json"), help: "Write all results to this JSON file.")
@@ -58,15 +70,21 @@ struct Predict: AsyncParsableCommand {
                     return c
                 }
             }
+            let requested = try task.map { name in
+                guard let task = YOLOTask(rawValue: name) else {
+                    throw CommandFailure(message: "unknown task '\(name)'; use detect, segment, pose, obb or classify")
+                }
+                return task
+            }
             let yolo = try await YOLO(model, configuration: config)
             let files = try imageFiles(source)
             let saveDirectory = save || saveTxt ? try makeRunDirectory() : nil
-            var results = [DetectionResult]()
+            var results = [Results]()
             for (i, file) in files.enumerated() {
-                let result = try await yolo.predict(file.path)
+                let result = try await yolo.predict(file.path, task: requested)
                 results.append(result)
                 print("image \(i + 1)/\(files.count) \(file.path): \(result.inputShape[2])x\(result.inputShape[3]) "
-                      + summary(result) + String(format: "%.1fms", result.speed.inference))
+                      + result.summary + String(format: "%.1fms", result.speed.inference))
                 if let saveDirectory {
                     if save { try result.annotated().write(to: saveDirectory.appendingPathComponent(file.lastPathComponent)) }
                     if saveTxt { try writeLabels(result, for: file, in: saveDirectory) }
@@ -88,17 +106,6 @@ struct Predict: AsyncParsableCommand {
         } catch {
             throw CommandFailure(error)
         }
-    }
-
-    /// "4 persons, 1 bus, " in class-index order, as Ultralytics prints it.
-    private func summary(_ result: DetectionResult) -> String {
-        guard !result.boxes.isEmpty else { return "(no detections), " }
-        var counts = [Int: (name: String, n: Int)]()
-        for box in result.boxes { counts[box.cls, default: (box.name, 0)].n += 1 }
-        return counts.keys.sorted().map { c in
-            let (name, n) = counts[c]!
-            return "\(n) \(name)\(n > 1 ? "s" : ""), "
-        }.joined()
     }
 
     /// A file, every JPEG/PNG in a folder (sorted), or the matches of a glob pattern.
@@ -134,15 +141,40 @@ struct Predict: AsyncParsableCommand {
         return candidate
     }
 
-    /// labels/<stem>.txt: one "cls cx cy w h conf" line per box, normalized to 0…1.
-    private func writeLabels(_ result: DetectionResult, for file: URL, in directory: URL) throws {
+    /// labels/<stem>.txt in Ultralytics' `save_txt` formats with `save_conf`, numbers as `%g`:
+    /// detect "cls cx cy w h conf"; segment "cls x1 y1 … conf" (the outline; objects whose
+    /// outline has fewer than 3 points are left out); pose "cls cx cy w h kx ky kv … conf"; obb
+    /// "cls x1 y1 … x4 y4 conf"; classify "conf name" per top-5 class. No file when no line.
+    private func writeLabels(_ result: Results, for file: URL, in directory: URL) throws {
+        func g(_ v: Float) -> String { String(format: "%g", Double(v)) }
+        var lines = [String]()
+        switch result.task {
+        case .classify:
+            if let probs = result.probs {
+                lines = zip(probs.top5conf, probs.top5names).map { String(format: "%.2f", Double($0)) + " " + $1 }
+            }
+        case .obb:
+            lines = result.obb.map { box in
+                ([String(box.cls)] + box.xyxyxyxyn.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)]).joined(separator: " ")
+            }
+        case .segment:
+            lines = zip(result.boxes, result.masks).compactMap { box, mask in
+                let outline = mask.xyn
+                guard outline.count >= 3 else { return nil }
+                return ([String(box.cls)] + outline.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)]).joined(separator: " ")
+            }
+        case .pose:
+            lines = zip(result.boxes, result.keypoints).map { box, k in
+                let points = k.xyn.indices.flatMap { i in [k.xyn[i].x, k.xyn[i].y] + (k.conf.count == k.xy.count ? [k.conf[i]] : []) }
+                return ([String(box.cls)] + (box.xywhn + points + [box.conf]).map(g)).joined(separator: " ")
+            }
+        case .detect:
+            lines = result.boxes.map { box in ([String(box.cls)] + (box.xywhn + [box.conf]).map(g)).joined(separator: " ") }
+        }
+        guard !lines.isEmpty else { return }
         let labels = directory.appendingPathComponent("labels")
         try FileManager.default.createDirectory(at: labels, withIntermediateDirectories: true)
-        let lines = result.boxes.map { box in
-            ([String(box.cls)] + (box.xywhn + [box.conf]).map { String(format: "%.6g", $0) }).joined(separator: " ")
-        }
-        let text = lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n")
-        try text.write(to: labels.appendingPathComponent(file.deletingPathExtension().lastPathComponent + ".txt"),
-                       atomically: true, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n").write(
+            to: labels.appendingPathComponent(file.deletingPathExtension().lastPathComponent + ".txt"), atomically: true, encoding: .utf8)
     }
 }

@@ -35,11 +35,75 @@ final class YOLOCommandTests: CommandTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/predict/exp2/bus.jpg").path))
     }
 
+    /// Label lines of `labels/<stem>.txt` in run `name`, split into fields.
+    private func labels(_ name: String, _ stem: String) throws -> [[Substring]] {
+        try String(contentsOf: scratch.appendingPathComponent("runs/predict/\(name)/labels/\(stem).txt"), encoding: .utf8)
+            .split(separator: "\n").map { $0.split(separator: " ") }
+    }
+
+    private func json(_ file: String) throws -> [[String: Any]] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent(file))) as? [[String: Any]])
+    }
+
+    func testPredictSegmentPoseOBBAndClassify() throws {
+        let bus = try sharedFile("images", "bus.jpg").path, boats = try sharedFile("images", "boats.jpg").path
+        func run(_ model: String, _ source: String) throws -> CommandResult {
+            let result = try yolo(["predict", "--model", model, "--source", source, "--save", "--save-txt",
+                                   "--save-json", model + ".json", "--name", model])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertTrue(FileManager.default.fileExists(
+                atPath: scratch.appendingPathComponent("runs/predict/\(model)/\(URL(fileURLWithPath: source).lastPathComponent)").path))
+            return result
+        }
+
+        // segment: cls then the outline's normalized x y pairs, conf last.
+        var result = try run("yolo26n-seg", bus)
+        XCTAssertTrue(result.stdout.contains("image 1/1 \(bus): 640x480 4 persons, 1 bus, "), result.stdout)
+        var lines = try labels("yolo26n-seg", "bus")
+        XCTAssertEqual(lines.map { $0[0] }, ["0", "0", "5", "0", "0"])
+        XCTAssertTrue(lines.allSatisfy { $0.count >= 8 && $0.count % 2 == 0 }, "cls x1 y1 x2 y2 x3 y3 … conf")
+        XCTAssertTrue(lines.allSatisfy { $0.dropFirst().allSatisfy { Double($0).map { (0...1).contains($0) } ?? false } })
+        var object = try json("yolo26n-seg.json")
+        XCTAssertEqual((object[0]["masks"] as? [String: Any])?["shape"] as? [Int], [5, 640, 480])
+
+        // pose: cls cx cy w h, 17 × (x y visibility), conf.
+        result = try run("yolo26n-pose", bus)
+        XCTAssertTrue(result.stdout.contains("image 1/1 \(bus): 640x480 4 persons, "), result.stdout)
+        lines = try labels("yolo26n-pose", "bus")
+        XCTAssertEqual(lines.count, 4)
+        XCTAssertTrue(lines.allSatisfy { $0.count == 1 + 4 + 17 * 3 + 1 }, "\(lines.map(\.count))")
+        object = try json("yolo26n-pose.json")
+        XCTAssertEqual(((object[0]["keypoints"] as? [String: Any])?["xy"] as? [Any])?.count, 4)
+
+        // obb: cls, four normalized corners, conf.
+        result = try run("yolo26n-obb", boats)
+        XCTAssertTrue(result.stdout.contains("image 1/1 \(boats): 576x1024 "), result.stdout)
+        XCTAssertTrue(result.stdout.contains(" ships, "), result.stdout)
+        lines = try labels("yolo26n-obb", "boats")
+        XCTAssertGreaterThan(lines.count, 100)
+        XCTAssertTrue(lines.allSatisfy { $0.count == 10 }, "cls x1 y1 x2 y2 x3 y3 x4 y4 conf")
+        object = try json("yolo26n-obb.json")
+        XCTAssertEqual(((object[0]["obb"] as? [String: Any])?["xywhr"] as? [Any])?.count, lines.count)
+
+        // classify: the top 5 on the image line, "conf name" lines.
+        result = try run("yolo26n-cls", bus)
+        XCTAssertTrue(result.stdout.contains("image 1/1 \(bus): 224x224 minibus 0.59, police van 0.26, trolleybus 0.12, "),
+                      result.stdout)
+        let text = try String(contentsOf: scratch.appendingPathComponent("runs/predict/yolo26n-cls/labels/bus.txt"), encoding: .utf8)
+        XCTAssertTrue(text.hasPrefix("0.59 minibus\n0.26 police van\n0.12 trolleybus\n"), text)
+        XCTAssertEqual(text.split(separator: "\n").count, 5)
+        object = try json("yolo26n-cls.json")
+        XCTAssertEqual((object[0]["probs"] as? [String: Any])?["top5"] as? [Int], [654, 734, 874, 656, 829])
+    }
+
     func testBadInputIsAOneLineErrorAndNonZeroExit() throws {
         for arguments in [["predict", "--source", "missing.jpg"],
                           ["predict", "--model", "no-such-model", "--source", "x.jpg"],
                           ["predict", "--source", scratch.path],
-                          ["predict", "--source", "x.jpg", "--conf", "2"]] {
+                          ["predict", "--source", "x.jpg", "--conf", "2"],
+                          ["predict", "--source", "x.jpg", "--task", "depth"],
+                          ["predict", "--model", "yolo26n-cls", "--task", "detect",
+                           "--source", try sharedFile("images", "bus.jpg").path]] {
             let result = try yolo(arguments)
             XCTAssertNotEqual(result.status, 0, "\(arguments)")
             XCTAssertTrue(result.stderr.hasPrefix("Error: "), "\(arguments): \(result.stderr)")

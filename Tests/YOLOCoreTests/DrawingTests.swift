@@ -17,8 +17,8 @@ final class DrawingTests: XCTestCase {
         return Array(image.pixels[i..<i + 3])
     }
 
-    private func result(_ image: Image, _ boxes: [(xyxy: [Float], cls: Int)]) -> DetectionResult {
-        DetectionResult(image: image, boxes: boxes.map {
+    private func result(_ image: Image, _ boxes: [(xyxy: [Float], cls: Int)]) -> Results {
+        Results(image: image, boxes: boxes.map {
             Box(xyxy: $0.xyxy, conf: 0.87, cls: $0.cls, name: "person", in: image)
         })
     }
@@ -139,9 +139,108 @@ final class DrawingTests: XCTestCase {
 
     func testResultWithoutImageThrows() throws {
         let json = #"{"orig_shape": [10, 20], "boxes": {"xyxy": [[1, 2, 3, 4]], "conf": [0.5], "cls": [0], "name": ["person"]}}"#
-        let decoded = try JSONDecoder().decode(DetectionResult.self, from: Data(json.utf8))
+        let decoded = try JSONDecoder().decode(Results.self, from: Data(json.utf8))
         XCTAssertThrowsError(try decoded.annotated()) { error in
             guard case YOLOError.invalidImage = error else { return XCTFail("unexpected \(error)") }
+        }
+    }
+
+    // MARK: segment, pose, obb, classify
+
+    func testMasksBlendHalfwayWithTheirClassColour() throws {
+        let image = try canvas(width: 40, height: 60)
+        var a = [UInt8](repeating: 0, count: 40 * 60), b = a
+        for y in 5..<15 { for x in 5..<20 { a[y * 40 + x] = 1 } }
+        for y in 10..<20 { for x in 15..<30 { b[y * 40 + x] = 1 } }
+        // The boxes (and their labels) lie below the masks, out of the way.
+        let boxes = [Box(xyxy: [1, 45, 38, 58], conf: 0.9, cls: 0, name: "a", in: image),
+                     Box(xyxy: [2, 46, 37, 57], conf: 0.8, cls: 1, name: "b", in: image)]
+        let masks = [Mask(bitmap: BinaryMask(width: 40, height: 60, dense: a)!), Mask(bitmap: BinaryMask(width: 40, height: 60, dense: b)!)]
+        let result = Results(task: .segment, originalShape: [60, 40], inputShape: [], boxes: boxes, masks: masks, image: image)
+        let out = try result.annotated(lineWidth: 1)
+        // One mask: (100/255 · 0.5 + colour/255 · 0.5) · 255, truncated.
+        func half(_ c: UInt8) -> UInt8 { UInt8((Float(100) / 255 * 0.5 + Float(c) / 255 * 0.5) * 255) }
+        XCTAssertEqual(pixel(out, 8, 8), lime.map(half))
+        XCTAssertEqual(pixel(out, 25, 17), cyan.map(half))
+        // Both: image · 0.25 + the larger colour · 0.5 per channel.
+        let both = zip(lime, cyan).map { UInt8((Float(100) / 255 * 0.25 + Float(max($0, $1)) / 255 * 0.5) * 255) }
+        XCTAssertEqual(pixel(out, 17, 12), both)
+        XCTAssertEqual(pixel(out, 35, 25), gray, "outside every mask")
+    }
+
+    func testKeypointsDrawDiscsAndLimbsAboveTheThreshold() throws {
+        let image = try canvas(width: 100, height: 100)
+        var xy = [SIMD2<Float>](repeating: SIMD2(90, 90), count: 17), conf = [Float](repeating: 0.1, count: 17)
+        // Shoulders (5, 6) visible with a limb between them; the nose (0) below the threshold.
+        xy[5] = SIMD2(20, 50); conf[5] = 0.9
+        xy[6] = SIMD2(80, 50); conf[6] = 0.9
+        xy[0] = SIMD2(50, 20); conf[0] = 0.2
+        let result = Results(task: .pose, originalShape: [100, 100], inputShape: [],
+                             keypoints: [Keypoints(xy: xy, conf: conf, in: image)], image: image)
+        let out = try result.annotated(lineWidth: 2)
+        let blue: [UInt8] = [0, 128, 255]  // pose palette 0 (BGR 255, 128, 0), the shoulders' colour
+        let limb: [UInt8] = [0, 128, 255]  // limb 7 (shoulder to shoulder), palette 0
+        XCTAssertEqual(pixel(out, 20, 50), blue)
+        XCTAssertEqual(pixel(out, 24, 53), blue, "inside the radius-5 disc")
+        XCTAssertEqual(pixel(out, 50, 50), limb, "limb between the shoulders")
+        XCTAssertEqual(pixel(out, 50, 53), gray, "the limb is ceil(2 / 2) = 1 pixel wide")
+        XCTAssertEqual(pixel(out, 50, 20), gray, "nose below 0.25 not drawn")
+        XCTAssertEqual(pixel(out, 90, 90), gray, "invisible keypoints not drawn")
+    }
+
+    func testRotatedBoxesDrawTheirOutline() throws {
+        let image = try canvas(width: 120, height: 120)
+        let box = OrientedBox(xywhr: [60, 60, 40, 20, 0], conf: 0.9, cls: 1, name: "ship", in: image)
+        let result = Results(task: .obb, originalShape: [120, 120], inputShape: [], obb: [box], image: image)
+        let out = try result.annotated(lineWidth: 1)
+        XCTAssertEqual(pixel(out, 60, 50), cyan, "top edge")
+        XCTAssertEqual(pixel(out, 40, 60), cyan, "left edge")
+        XCTAssertEqual(pixel(out, 60, 60), gray, "inside")
+        // The label hangs above the first corner (80, 70), shifted left to fit: its last row.
+        XCTAssertEqual(pixel(out, 80, 69), black)
+        XCTAssertEqual(pixel(out, 119, 69), black)
+        XCTAssertNoThrow(try Results(task: .obb, originalShape: [120, 120], inputShape: [],
+                                     obb: [OrientedBox(xywhr: [.nan, 0, 1e30, -5, .infinity], conf: 1, cls: 0, name: "x", in: image)],
+                                     image: image).annotated())
+    }
+
+    func testClassificationDrawsTheTopFiveOnDarkPills() throws {
+        let image = try canvas(width: 200, height: 200)
+        let probs = Probs(data: [0.1, 0.6, 0.05, 0.2, 0.03, 0.02], names: ["a", "b", "c", "d", "e", "f"])
+        XCTAssertEqual(probs.top5, [1, 3, 0, 2, 4])
+        let result = Results(task: .classify, originalShape: [200, 200], inputShape: [], probs: probs, image: image)
+        XCTAssertEqual(result.summary, "b 0.60, d 0.20, a 0.10, c 0.05, e 0.03, ")
+        let out = try result.annotated(lineWidth: 2)
+        // round(200 · 0.03) = 6: the first pill starts at (6, 6), 100 blended halfway to 64.
+        let dark = UInt8(Float(100) * (1 - 128 / 255) + Float(64) * 128 / 255)
+        XCTAssertEqual(pixel(out, 6, 6), [dark, dark, dark])
+        XCTAssertEqual(pixel(out, 5, 5), gray)
+        var white = 0
+        for y in 6..<100 { for x in 6..<60 where pixel(out, x, y) == [255, 255, 255] { white += 1 } }
+        XCTAssertGreaterThan(white, 100)
+    }
+
+    /// The row-by-row capsule against a per-pixel distance test, on odd segments.
+    func testLinesCoverThePixelsWithinHalfTheirWidth() throws {
+        var g = SystemRandomNumberGenerator()
+        for _ in 0..<40 {
+            let a = SIMD2(Float.random(in: -10...50, using: &g), Float.random(in: -10...40, using: &g))
+            let b = Bool.random(using: &g) ? a + SIMD2(0, Float.random(in: 0...20, using: &g))
+                : SIMD2(Float.random(in: -10...50, using: &g), Float.random(in: -10...40, using: &g))
+            let thickness = Int.random(in: 1...4, using: &g)
+            var image = try canvas(width: 41, height: 31)
+            image.drawLine(a, b, thickness: thickness, color: RGB(0xFFFFFF))
+            let r = max(Float(thickness) / 2, 0.5), d = b - a, l2 = (d * d).sum()
+            for y in 0..<31 {
+                for x in 0..<41 {
+                    let p = SIMD2(Float(x), Float(y))
+                    let t = l2 > 0 ? min(max(((p - a) * d).sum() / l2, 0), 1) : 0
+                    let q = p - (a + t * d), distance = (q * q).sum().squareRoot()
+                    // Pixels on the boundary may go either way by rounding.
+                    guard abs(distance - r) > 1e-3 else { continue }
+                    XCTAssertEqual(pixel(image, x, y) == [255, 255, 255], distance < r, "\(a) → \(b), width \(thickness), (\(x), \(y))")
+                }
+            }
         }
     }
 }

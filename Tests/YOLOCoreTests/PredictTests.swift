@@ -26,7 +26,7 @@ final class PredictTests: XCTestCase {
     private func check(_ modelName: String, _ image: String) async throws {
         let yolo = try await model(modelName)
         let result = try await yolo.predict(shared().appendingPathComponent("images/\(image).jpg").path)
-        let expected = try JSONDecoder().decode(DetectionResult.self, from: Data(contentsOf:
+        let expected = try JSONDecoder().decode(Results.self, from: Data(contentsOf:
             shared().appendingPathComponent("reference/\(modelName)/\(image).json")))
         XCTAssertEqual(result.originalShape, expected.originalShape)
         XCTAssertEqual(result.inputShape, expected.inputShape)
@@ -45,6 +45,193 @@ final class PredictTests: XCTestCase {
     func testYOLO26nZidane() async throws { try await check("yolo26n", "zidane") }
     func testYOLO11nBusWithNMS() async throws { try await check("yolo11n", "bus") }
     func testYOLO11nZidaneWithNMS() async throws { try await check("yolo11n", "zidane") }
+
+    private func expected(_ modelName: String, _ image: String) throws -> Results {
+        try JSONDecoder().decode(Results.self, from: Data(contentsOf:
+            shared().appendingPathComponent("reference/\(modelName)/\(image).json")))
+    }
+
+    private func predict(_ modelName: String, _ image: String) async throws -> Results {
+        try await model(modelName).predict(shared().appendingPathComponent("images/\(image).jpg").path)
+    }
+
+    /// Boxes as `check`, masks IoU ≥ 0.95 against `<image>.masks.safetensors` (input resolution)
+    /// where it exists, outlines against the reference polygons.
+    private func checkSegment(_ image: String) async throws {
+        let result = try await predict("yolo26n-seg", image), reference = try expected("yolo26n-seg", image)
+        XCTAssertEqual(result.task, .segment)
+        XCTAssertEqual(result.inputShape, reference.inputShape)
+        XCTAssertEqual(result.boxes.map(\.cls), reference.boxes.map(\.cls), "segment/\(image) classes")
+        XCTAssertEqual(result.masks.count, result.boxes.count)
+        var worstIoU: Float = 1, worstConf: Float = 0, worstMask = 1.0, worstArea = 0.0
+        for (a, e) in zip(result.boxes, reference.boxes) {
+            worstIoU = min(worstIoU, iou(a.xyxy, e.xyxy))
+            worstConf = max(worstConf, abs(a.conf - e.conf))
+        }
+        let file = shared().appendingPathComponent("reference/yolo26n-seg/\(image).masks.safetensors")
+        let masks = try referenceMasks(file)
+        let plane = masks.shape[1] * masks.shape[2]
+        for (i, mask) in result.masks.enumerated() where i < masks.shape[0] {
+            let input = try XCTUnwrap(mask.inputBitmap)
+            XCTAssertEqual([input.height, input.width], [masks.shape[1], masks.shape[2]])
+            let dense = input.dense()
+            var inter = 0, union = 0
+            for j in 0..<plane {
+                let a = dense[j] != 0, b = masks.bytes[i * plane + j] != 0
+                if a && b { inter += 1 }
+                if a || b { union += 1 }
+            }
+            worstMask = min(worstMask, Double(inter) / Double(max(union, 1)))
+            // Equal masks have equal outlines (the contour code is exact on Ultralytics' masks).
+            if inter == union { XCTAssertEqual(mask.xy, reference.masks[i].xy, "segment/\(image) polygon \(i)") }
+            worstArea = max(worstArea, abs(Double(mask.area) / Double(reference.masks[i].area) - 1))
+            XCTAssertGreaterThanOrEqual(mask.xy.count, 3)
+            let original = try XCTUnwrap(mask.bitmap)
+            XCTAssertEqual([original.height, original.width], result.originalShape)
+            // The original-resolution mask covers about as much as the input one, scaled.
+            let scale = Double(result.originalShape[0] * result.originalShape[1]) / Double(plane - 0)
+            XCTAssertEqual(Double(original.area), Double(mask.area) * scale, accuracy: Double(mask.area) * scale * 0.5 + 100)
+        }
+        XCTAssertGreaterThanOrEqual(worstIoU, 0.99, "segment/\(image)")
+        XCTAssertLessThanOrEqual(worstConf, 0.005, "segment/\(image)")
+        XCTAssertGreaterThanOrEqual(worstMask, 0.95, "segment/\(image) mask IoU")
+        print("predict yolo26n-seg/\(image): \(result.boxes.count) masks, min box IoU \(worstIoU), max |Δconf| \(worstConf), "
+              + "min mask IoU \(worstMask), max relative area error \(worstArea)")
+    }
+
+    func testSegmentBus() async throws { try await checkSegment("bus") }
+    func testSegmentZidane() async throws { try await checkSegment("zidane") }
+
+    private func checkPose(_ image: String) async throws {
+        let result = try await predict("yolo26n-pose", image), reference = try expected("yolo26n-pose", image)
+        XCTAssertEqual(result.task, .pose)
+        XCTAssertEqual(result.boxes.map(\.cls), reference.boxes.map(\.cls), "pose/\(image)")
+        XCTAssertEqual(result.keypoints.count, reference.keypoints.count)
+        var worstIoU: Float = 1, worstConf: Float = 0, worstPixel: Float = 0, worstKeypointConf: Float = 0
+        for (a, e) in zip(result.boxes, reference.boxes) {
+            worstIoU = min(worstIoU, iou(a.xyxy, e.xyxy))
+            worstConf = max(worstConf, abs(a.conf - e.conf))
+        }
+        for (a, e) in zip(result.keypoints, reference.keypoints) {
+            XCTAssertEqual(a.xy.count, 17)
+            for k in 0..<17 {
+                worstKeypointConf = max(worstKeypointConf, abs(a.conf[k] - e.conf[k]))
+                if e.conf[k] >= 0.5 { worstPixel = max(worstPixel, chebyshev(a.xy[k], e.xy[k])) }
+            }
+        }
+        XCTAssertGreaterThanOrEqual(worstIoU, 0.99, "pose/\(image)")
+        XCTAssertLessThanOrEqual(worstConf, 0.005, "pose/\(image)")
+        XCTAssertLessThanOrEqual(worstPixel, 1.5, "pose/\(image) keypoints (px)")
+        XCTAssertLessThanOrEqual(worstKeypointConf, 0.01, "pose/\(image) keypoint confidence")
+        print("predict yolo26n-pose/\(image): \(result.boxes.count) people, min box IoU \(worstIoU), max |Δconf| \(worstConf), "
+              + "max keypoint error \(worstPixel) px (visible), max |Δ keypoint conf| \(worstKeypointConf)")
+    }
+
+    func testPoseBus() async throws { try await checkPose("bus") }
+    func testPoseZidane() async throws { try await checkPose("zidane") }
+
+    func testOBBBoats() async throws {
+        let result = try await predict("yolo26n-obb", "boats"), reference = try expected("yolo26n-obb", "boats")
+        XCTAssertEqual(result.task, .obb)
+        XCTAssertEqual(result.inputShape, [1, 3, 576, 1024])
+        XCTAssertTrue(result.boxes.isEmpty)
+        // Near the confidence threshold an instance may enter or leave; those are compared by
+        // matching: every reference box above 0.3 has its counterpart.
+        var worstCorner: Float = 0, worstConf: Float = 0, unmatched = 0
+        for e in reference.obb {
+            let candidates = result.obb.filter { $0.cls == e.cls }
+            guard let a = candidates.min(by: { abs($0.xywhr[0] - e.xywhr[0]) + abs($0.xywhr[1] - e.xywhr[1])
+                < abs($1.xywhr[0] - e.xywhr[0]) + abs($1.xywhr[1] - e.xywhr[1]) }),
+                  abs(a.xywhr[0] - e.xywhr[0]) + abs(a.xywhr[1] - e.xywhr[1]) < 3 else {
+                if e.conf > 0.3 { unmatched += 1 }
+                continue
+            }
+            worstConf = max(worstConf, abs(a.conf - e.conf))
+            for (p, q) in zip(a.xyxyxyxy, e.xyxyxyxy) { worstCorner = max(worstCorner, chebyshev(p, q)) }
+        }
+        XCTAssertEqual(unmatched, 0)
+        XCTAssertLessThanOrEqual(abs(result.obb.count - reference.obb.count), 3, "\(result.obb.count) vs \(reference.obb.count)")
+        XCTAssertLessThanOrEqual(worstCorner, 1.5, "obb corners (px)")
+        XCTAssertLessThanOrEqual(worstConf, 0.005)
+        print("predict yolo26n-obb/boats: \(result.obb.count) rotated boxes (reference \(reference.obb.count)), "
+              + "max corner error \(worstCorner) px, max |Δconf| \(worstConf)")
+    }
+
+    private func checkClassify(_ modelName: String, _ image: String) async throws {
+        let result = try await predict(modelName, image), reference = try expected(modelName, image)
+        XCTAssertEqual(result.task, .classify)
+        XCTAssertEqual(result.inputShape, [1, 3, 224, 224])
+        let probs = try XCTUnwrap(result.probs), expectedProbs = try XCTUnwrap(reference.probs)
+        XCTAssertEqual(probs.top5, expectedProbs.top5, "\(modelName)/\(image) top 5")
+        let worst = zip(probs.data, expectedProbs.data).map { abs($0 - $1) }.max() ?? .infinity
+        XCTAssertLessThanOrEqual(worst, 1e-3, "\(modelName)/\(image) probabilities")
+        print("predict \(modelName)/\(image): \(result.summary)max |Δprob| \(worst)")
+    }
+
+    func testClassifyBus() async throws { try await checkClassify("yolo26n-cls", "bus") }
+    func testClassifyZidane() async throws { try await checkClassify("yolo26n-cls", "zidane") }
+    func testLegacyClassifyBus() async throws { try await checkClassify("yolo11n-cls", "bus") }
+    func testLegacyClassifyZidane() async throws { try await checkClassify("yolo11n-cls", "zidane") }
+
+    func testTaskMismatchIsATypedError() async throws {
+        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let detector = try await model("yolo26n")
+        XCTAssertEqual(detector.task, .detect)
+        for task in [YOLOTask.segment, .pose, .obb, .classify] {
+            do {
+                _ = try await detector.predict(bus, task: task)
+                XCTFail("expected taskMismatch for \(task)")
+            } catch let error as YOLOError {
+                XCTAssertEqual(error, .taskMismatch(model: "yolo26n.safetensors", task: "detect", requested: task.rawValue))
+                XCTAssertEqual(error.errorDescription, "model yolo26n.safetensors is a detect model; it cannot do \(task)")
+            }
+        }
+        let classifier = try await model("yolo26n-cls")
+        do {
+            _ = try await classifier.predict(bus, task: .detect)
+            XCTFail("expected taskMismatch")
+        } catch let error as YOLOError {
+            XCTAssertEqual(error, .taskMismatch(model: "yolo26n-cls.safetensors", task: "classify", requested: "detect"))
+        }
+        // A segment model asked for detection gives its boxes without masks.
+        let segmenter = try await model("yolo26n-seg")
+        let boxes = try await segmenter.predict(bus, task: .detect)
+        XCTAssertEqual(boxes.task, .detect)
+        XCTAssertTrue(boxes.masks.isEmpty)
+        let segmented = try await segmenter.predict(bus, task: .segment)
+        XCTAssertEqual(boxes.boxes, segmented.boxes)
+    }
+
+    func testJSONKeysForEveryTask() async throws {
+        let cases: [(String, String, String, Set<String>)] = [
+            ("yolo26n-seg", "bus", "masks", ["shape", "area", "polygons_xy"]),
+            ("yolo26n-pose", "bus", "keypoints", ["xy", "conf"]),
+            ("yolo26n-obb", "boats", "obb", ["xywhr", "xyxyxyxy", "conf", "cls", "name"]),
+            ("yolo26n-cls", "bus", "probs", ["top5", "top5conf", "data", "top5name"]),
+        ]
+        for (name, image, key, columns) in cases {
+            let result = try await predict(name, image)
+            let data = try JSONEncoder().encode(result)
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+            XCTAssertEqual(Set((object[key] as? [String: Any])?.keys.map { $0 } ?? []), columns, name)
+            let decoded = try JSONDecoder().decode(Results.self, from: data)
+            XCTAssertEqual(decoded.task, result.task, name)
+            XCTAssertEqual(decoded.boxes, result.boxes, name)
+            XCTAssertEqual(decoded.keypoints, result.keypoints, name)
+            XCTAssertEqual(decoded.obb, result.obb, name)
+            XCTAssertEqual(decoded.probs?.top5, result.probs?.top5, name)
+            XCTAssertEqual(decoded.masks.map(\.xy), result.masks.map(\.xy), name)
+        }
+    }
+
+    func testAnnotatedImagesForEveryTask() async throws {
+        for (name, image) in [("yolo26n-seg", "bus"), ("yolo26n-pose", "bus"), ("yolo26n-obb", "boats"), ("yolo26n-cls", "bus")] {
+            let result = try await predict(name, image)
+            let annotated = try result.annotated()
+            XCTAssertEqual([annotated.height, annotated.width], result.originalShape)
+            XCTAssertNotEqual(annotated, result.image, name)
+        }
+    }
 
     /// One model shared by many tasks gives the same results as sequential use.
     func testConcurrentPredictionsMatchSequential() async throws {
@@ -115,6 +302,6 @@ final class PredictTests: XCTestCase {
         XCTAssertEqual(Set(object.keys), ["image", "orig_shape", "input_shape", "speed_ms", "boxes"])
         let boxes = try XCTUnwrap(object["boxes"] as? [String: Any])
         XCTAssertEqual(Set(boxes.keys), ["xyxy", "conf", "cls", "name"])
-        XCTAssertEqual(try JSONDecoder().decode(DetectionResult.self, from: JSONEncoder().encode(result)).boxes, result.boxes)
+        XCTAssertEqual(try JSONDecoder().decode(Results.self, from: JSONEncoder().encode(result)).boxes, result.boxes)
     }
 }
