@@ -179,19 +179,6 @@ func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, chan
                     let src = plane + iy * w - p.padW + kx
                     if p.strideW == 1 {
                         (out + lo).update(from: src + lo, count: hi - lo)
-                    } else if p.strideW == 2 {
-                        // Even lanes of 32 consecutive inputs; the last block must not read past
-                        // src[2 · (hi − 1)], hence 17 columns of room.
-                        var ox = lo
-                        while ox + 17 <= hi {
-                            let v = UnsafeRawPointer(src + 2 * ox).loadUnaligned(as: SIMD32<Float>.self)
-                            out.store(v.evenHalf, at: ox)
-                            ox += 16
-                        }
-                        while ox < hi {
-                            out[ox] = src[2 * ox]
-                            ox += 1
-                        }
                     } else {
                         for ox in lo..<hi { out[ox] = src[ox * p.strideW] }
                     }

@@ -49,7 +49,7 @@ struct Address: Sendable {
     var pointer: UnsafeMutablePointer<Float> { UnsafeMutablePointer(bitPattern: bits)! }
 }
 
-/// Worker threads that spin briefly after a job (the next kernel usually follows within
+/// Worker threads that spin briefly (tens of µs) after a job (the next kernel usually follows within
 /// microseconds), then sleep on a condition. `DispatchQueue.concurrentPerform` was measured
 /// here to run two 20 µs parts one after the other: its workers wake too late for kernels
 /// this short.
@@ -78,7 +78,7 @@ final class WorkerPool: Sendable {
     private let generation = Atomic<Int>(0)
     private let busy = Atomic<Bool>(false)
     private let wakeup = NSCondition()
-    /// Spins (atomic loads) before a worker sleeps: about 100 µs.
+    /// Atomic loads a worker spins through before it sleeps (tens of µs).
     private let spinLimit = 200_000
 
     private init(workers: Int) {
