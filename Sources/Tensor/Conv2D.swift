@@ -128,16 +128,7 @@ func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _
     case .silu: map16(UnsafePointer(row), row, count) { silu($0 + b) }
     case .sigmoid: map16(UnsafePointer(row), row, count) { sigmoid($0 + b) }
     }
-    guard let r = residual else { return }
-    var i = 0
-    while i + 16 <= count {
-        row.store(r.vec16(i) + row.vec16(i), at: i)
-        i += 16
-    }
-    while i < count {
-        row[i] = r[i] + row[i]
-        i += 1
-    }
+    if let r = residual { addVectors(r, UnsafePointer(row), into: row, count: count) }
 }
 
 /// General convolution of one image: per group, unfold the input into a

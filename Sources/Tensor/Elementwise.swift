@@ -28,16 +28,7 @@ public func add(_ a: Tensor, _ b: Tensor) -> Tensor {
     return Tensor(shape: a.shape) { yp in
         a.scalars.withUnsafeBufferPointer { ap in
             b.scalars.withUnsafeBufferPointer { bp in
-                let y = yp.baseAddress!, a = ap.baseAddress!, b = bp.baseAddress!, n = yp.count
-                var i = 0
-                while i + 16 <= n {
-                    y.store(a.vec16(i) + b.vec16(i), at: i)
-                    i += 16
-                }
-                while i < n {
-                    y[i] = a[i] + b[i]
-                    i += 1
-                }
+                addVectors(ap.baseAddress!, bp.baseAddress!, into: yp.baseAddress!, count: yp.count)
             }
         }
     }

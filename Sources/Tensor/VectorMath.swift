@@ -69,3 +69,17 @@ func map16(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ co
         for j in 0..<(count - i) { dst[i + j] = r[j] }
     }
 }
+
+/// y[i] = a[i] + b[i] for i < count; `y` may alias `a` or `b`.
+@inlinable
+func addVectors(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count: Int) {
+    var i = 0
+    while i + 16 <= count {
+        y.store(a.vec16(i) + b.vec16(i), at: i)
+        i += 16
+    }
+    while i < count {
+        y[i] = a[i] + b[i]
+        i += 1
+    }
+}
