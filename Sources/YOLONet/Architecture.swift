@@ -104,7 +104,12 @@ package struct Architecture: Sendable, Decodable {
             throw ModelError.invalidMetadata(key: "arch", value: scale,
                                              reason: "scale '\(scale)' is not in scales \(scales?.keys.sorted() ?? [])")
         }
-        return (m[0], m[1], Int(m[2]))
+        guard (m[0] > 0 && m[0] <= 16), (m[1] > 0 && m[1] <= 16), let maxChannels = Int(exactly: m[2]),
+              (1...65_536).contains(maxChannels) else {
+            throw ModelError.invalidMetadata(key: "arch", value: "\(m)",
+                                             reason: "scale '\(scale)' needs depth and width in (0, 16] and max channels in 1...65536")
+        }
+        return (m[0], m[1], maxChannels)
     }
 }
 

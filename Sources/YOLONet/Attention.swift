@@ -9,6 +9,9 @@ struct Attention: Sendable {
     let scale: Float
 
     init(_ w: inout some WeightSource, _ p: String, _ dim: Int, heads: Int, attnRatio: Double = 0.5) throws {
+        guard dim % heads == 0 else {
+            throw ModelError.invalidArchitecture(layer: -1, reason: "\(p): \(dim) channels do not split into \(heads) heads")
+        }
         self.heads = heads
         headDim = dim / heads
         keyDim = Int(Double(headDim) * attnRatio)

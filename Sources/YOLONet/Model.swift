@@ -39,9 +39,19 @@ package struct Model: Sendable {
         network = try Network(architecture: architecture, weights: &weights)
         let unused = weights.unused
         guard unused.isEmpty else { throw ModelError.unusedTensors(names: unused) }
+        guard network.task == task else {
+            throw ModelError.invalidMetadata(key: "task", value: task, reason: "the architecture's head does \(network.task)")
+        }
         names = try Self.parseNames(metadata["names"], count: network.classCount)
-        imageSize = metadata["imgsz"].flatMap { Int($0.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
-            .split(separator: ",").first.map(String.init) ?? "") } ?? 640
+        if let text = metadata["imgsz"] {
+            let first = text.trimmingCharacters(in: CharacterSet(charactersIn: "[] ")).split(separator: ",").first
+            guard let size = first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), (32...8192).contains(size) else {
+                throw ModelError.invalidMetadata(key: "imgsz", value: text, reason: "not an image size in 32...8192")
+            }
+            imageSize = size
+        } else {
+            imageSize = 640
+        }
         self.architecture = architecture
         self.task = task
         self.metadata = metadata

@@ -36,6 +36,21 @@ package struct Network: Sendable {
     /// Layers whose outputs later layers read.
     let saved: Set<Int>
 
+    /// The task the head performs: "detect", "segment", "pose", "obb" or "classify".
+    package var task: String {
+        switch nodes.last?.op {
+        case .classify?: "classify"
+        case .detect(let head)?:
+            switch head.task {
+            case .detect: "detect"
+            case .segment: "segment"
+            case .pose: "pose"
+            case .obb: "obb"
+            }
+        default: "detect"
+        }
+    }
+
     /// The largest stride: input sides must be multiples of it.
     package var maxStride: Int { nodes.map(\.stride).max() ?? 1 }
 
@@ -57,9 +72,12 @@ package struct Network: Sendable {
             let inStride = from[0] < 0 ? 1 : nodes[from[0]].stride
             let c1 = inChannels[0]
             let args = row.args
-            func int(_ j: Int, _ name: String, default value: Int? = nil) throws -> Int {
+            /// The bounds keep absurd values in an edited spec from overflowing sizes later.
+            func int(_ j: Int, _ name: String, default value: Int? = nil, in range: ClosedRange<Int> = 1...65_536) throws -> Int {
                 if j >= args.count, let value { return value }
-                guard j < args.count, let v = args[j].int else { throw fail("argument \(j) (\(name)) must be an integer") }
+                guard j < args.count, let v = args[j].int, range.contains(v) else {
+                    throw fail("argument \(j) (\(name)) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+                }
                 return v
             }
             func bool(_ j: Int, _ name: String, default value: Bool) throws -> Bool {
@@ -69,7 +87,7 @@ package struct Network: Sendable {
             }
             func double(_ j: Int, _ name: String, default value: Double) throws -> Double {
                 if j >= args.count { return value }
-                guard let v = args[j].double, v > 0 else { throw fail("argument \(j) (\(name)) must be a positive number") }
+                guard let v = args[j].double, v > 0, v <= 8 else { throw fail("argument \(j) (\(name)) must be a number in (0, 8]") }
                 return v
             }
             func outChannels() throws -> Int {
@@ -88,13 +106,12 @@ package struct Network: Sendable {
             switch row.module {
             case "Conv", "DWConv":
                 channels = try outChannels()
-                let k = try int(1, "kernel", default: 1), s = try int(2, "stride", default: 1)
-                guard k > 0 && s > 0 && args.count <= 3 else {
-                    throw fail("\(row.module) supports [c2, k, s] with positive k and s, got \(args)")
-                }
+                let k = try int(1, "kernel", default: 1, in: 1...64), s = try int(2, "stride", default: 1, in: 1...64)
+                guard args.count <= 3 else { throw fail("\(row.module) supports [c2, k, s], got \(args)") }
                 op = .conv(row.module == "Conv" ? try Conv(&weights, p, c1, channels, k: k, s: s)
                            : try Conv.depthwise(&weights, p, c1, channels, k: k, s: s))
                 stride *= s
+                guard stride <= 1 << 16 else { throw fail("the total stride \(stride) is too large") }
             case "C3k2":
                 channels = try outChannels()
                 let c3k = ["m", "l", "x"].contains(scale ?? "") ? true : try bool(1, "c3k", default: false)
@@ -106,15 +123,16 @@ package struct Network: Sendable {
             case "SPPF":
                 channels = try outChannels()
                 // Ultralytics: rows with ≤ 2 yaml args predate YOLO26's unactivated cv1.
-                op = .sppf(try SPPF(&weights, p, c1, channels, k: try int(1, "kernel", default: 5),
-                                    n: try int(2, "pools", default: 3),
+                let k = try int(1, "kernel", default: 5, in: 1...63)
+                guard k % 2 == 1 else { throw fail("the SPPF pool kernel must be odd (it keeps the map size), got \(k)") }
+                op = .sppf(try SPPF(&weights, p, c1, channels, k: k, n: try int(2, "pools", default: 3, in: 1...16),
                                     shortcut: try bool(3, "shortcut", default: false),
                                     cv1Activation: args.count <= 2 ? .silu : .none))
             case "C2PSA":
                 channels = try outChannels()
                 op = .c2psa(try C2PSA(&weights, p, c1, channels, n: repeats, e: try double(1, "expansion", default: 0.5)))
             case "nn.Upsample":
-                let factor = try int(1, "scale_factor")
+                let factor = try int(1, "scale_factor", in: 1...64)
                 guard factor >= 1, args.count < 3 || args[2] == .string("nearest") else {
                     throw fail("only nearest upsampling by a positive integer factor is supported, got \(args)")
                 }
@@ -123,7 +141,7 @@ package struct Network: Sendable {
                 op = .upsample(scale: factor)
                 stride /= factor
             case "Concat":
-                guard try int(0, "dimension", default: 1) == 1 else { throw fail("only channel concatenation is supported") }
+                guard try int(0, "dimension", default: 1, in: 1...1) == 1 else { throw fail("only channel concatenation is supported") }
                 guard from.allSatisfy({ ($0 < 0 ? 1 : nodes[$0].stride) == inStride }) else {
                     throw fail("concatenated maps \(from) have different strides")
                 }
@@ -138,14 +156,19 @@ package struct Network: Sendable {
                 }
                 guard i == arch.rows.count - 1 else { throw fail("the \(row.module) head must be the last layer") }
                 guard from.allSatisfy({ $0 >= 0 }) else { throw fail("\(row.module) reads layer outputs, not the input") }
+                guard (1...64).contains(arch.regMax) else { throw fail("reg_max must be in 1...64, got \(arch.regMax)") }
                 let task: HeadTask
                 switch row.module {
                 case "Segment26":
                     let masks = try int(1, "masks", default: 32)
                     let protos = makeDivisible(Double(min(try int(2, "prototype channels", default: 256), maxChannels)) * width)
+                    // Proto26 upsamples level i by 2^i onto level 0.
+                    guard from.enumerated().allSatisfy({ nodes[$1].stride == nodes[from[0]].stride << $0 }) else {
+                        throw fail("Segment26 needs levels whose strides double, got \(from.map { nodes[$0].stride })")
+                    }
                     task = .segment(masks: masks, protoChannels: protos)
                 case "Pose26":
-                    guard let shape = arch.kptShape, shape.count == 2, shape[0] > 0, (2...3).contains(shape[1]) else {
+                    guard let shape = arch.kptShape, shape.count == 2, (1...1024).contains(shape[0]), (2...3).contains(shape[1]) else {
                         throw fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(arch.kptShape.map { "\($0)" } ?? "none")")
                     }
                     task = .pose(keypoints: shape[0], dims: shape[1])
@@ -161,8 +184,8 @@ package struct Network: Sendable {
                 guard i == arch.rows.count - 1 else { throw fail("the Classify head must be the last layer") }
                 channels = row.args.first == .string("nc") ? arch.nc : try int(0, "classes")
                 guard channels > 0 else { throw fail("Classify needs a positive number of classes") }
-                op = .classify(try Classify(&weights, p, c1, nc: channels, k: try int(1, "kernel", default: 1),
-                                            s: try int(2, "stride", default: 1)))
+                op = .classify(try Classify(&weights, p, c1, nc: channels, k: try int(1, "kernel", default: 1, in: 1...64),
+                                            s: try int(2, "stride", default: 1, in: 1...64)))
             default:
                 throw ModelError.unknownModule(layer: i, module: row.module)
             }

@@ -16,6 +16,10 @@ struct SGEMMBench: ParsableCommand {
     @Option(help: "Timed repetitions per size and thread count.")
     var iters: Int = 20
 
+    func validate() throws {
+        guard (1...100_000).contains(iters) else { throw ValidationError("--iters must be in 1...100000, got \(iters)") }
+    }
+
     func run() throws {
         let shapes = try sizes.split(separator: ",").map { spec -> (Int, Int, Int) in
             let d = spec.split(separator: "x").compactMap { Int($0) }

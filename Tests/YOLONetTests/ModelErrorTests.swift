@@ -91,6 +91,20 @@ final class ModelErrorTests: XCTestCase {
         }
     }
 
+    func testImageSizeOutOfRange() {
+        for bad in ["0", "-32", "100000", "9223372036854775807", "big"] {
+            assertError(.invalidMetadata(key: "imgsz", value: bad, reason: "not an image size in 32...8192")) {
+                $0.metadata["imgsz"] = bad
+            }
+        }
+    }
+
+    func testTaskMustMatchTheHead() {
+        assertError(.invalidMetadata(key: "task", value: "pose", reason: "the architecture's head does detect")) {
+            $0.metadata["task"] = "pose"
+        }
+    }
+
     func testInputShapeErrors() throws {
         let model = try load { _ in }
         for shape in [[1, 3, 100, 64], [2, 3, 64, 64], [1, 4, 64, 64], [3, 64, 64]] {
@@ -100,5 +114,36 @@ final class ModelErrorTests: XCTestCase {
                 }
             }
         }
+    }
+}
+
+/// Spec values that would overflow or crash later are refused at load.
+final class ArchitectureBoundsTests: XCTestCase {
+    private func assertInvalid(_ json: String, line: UInt = #line) {
+        XCTAssertThrowsError(try { () throws -> Void in
+            var weights = RandomWeights()
+            _ = try Network(architecture: try Architecture(json: json), weights: &weights)
+        }(), line: line) { error in
+            XCTAssertNotNil(error as? ModelError, "\(error)", line: line)
+        }
+    }
+
+    private func spec(_ backbone: String, scales: String = "[0.5, 0.25, 1024]", regMax: Int = 1) -> String {
+        """
+        {"nc": 2, "reg_max": \(regMax), "end2end": true, "scale": "n", "scales": {"n": \(scales)},
+         "backbone": [\(backbone)], "head": [[[-1], 1, "Detect", ["nc"]]]}
+        """
+    }
+
+    func testAbsurdValuesAreErrors() {
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]]"#, scales: "[0.5, 1e300, 1024]"))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 4611686018427387904]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 0, 2]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 2, "C3k2", [64, false, 1e300]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "SPPF", [64, 0, 3, true]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "SPPF", [64, 4, 3, true]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]]"#, regMax: 4611686018427387904))
+        // 200 · 0.5 = 100 hidden channels cannot be split into 100 / 64 = 1 … fine; 400 → 200 into 3 heads is not.
+        assertInvalid(spec(#"[-1, 1, "Conv", [400, 3, 2]], [-1, 1, "C2PSA", [400]]"#, scales: "[0.5, 1.0, 1024]"))
     }
 }
