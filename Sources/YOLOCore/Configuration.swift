@@ -9,8 +9,8 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var maxDetections: Int = 300
     /// Keep only these class indices (nil keeps all).
     public var classes: [Int]? = nil
-    /// NMS across classes instead of per class. Applies to legacy (NMS) models; end-to-end
-    /// models have no NMS.
+    /// NMS across classes instead of per class (legacy models); end-to-end models keep one
+    /// detection per anchor, with its best class.
     public var agnosticNMS: Bool = false
     /// Long side of the network input; the model's training size when nil.
     public var imageSize: Int? = nil

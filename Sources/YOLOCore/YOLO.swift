@@ -101,7 +101,9 @@ public final class YOLO: Sendable {
         let letterbox = Letterbox(imgsz: size, stride: stride, auto: !config.square)
         let (input, transform) = letterbox(image)
         let preprocessed = DispatchTime.now().uptimeNanoseconds
-        let head = try model.network.forward(input)
+        // Ultralytics sets the end-to-end head's top-k to max(max_det, 300) and its agnostic flag.
+        let head = try model.network.forward(input, selection: HeadSelection(
+            maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS))
         let inferred = DispatchTime.now().uptimeNanoseconds
         let raw = try detections(head, config)
         var boxes = [Box](), masks = [Mask](), keypoints = [Keypoints](), obb = [OrientedBox]()

@@ -20,6 +20,20 @@ package struct HeadOutput: Sendable {
     package let raw: [String: Tensor]
 }
 
+/// How an end-to-end head picks its detections (Ultralytics sets these on the head from the
+/// predict arguments).
+package struct HeadSelection: Sendable, Equatable {
+    /// Rows kept by the top-k: Ultralytics uses max(max_det, 300).
+    package var maxDetections = 300
+    /// One row per anchor (its best class) instead of the best (anchor, class) pairs.
+    package var agnostic = false
+
+    package init(maxDetections: Int = 300, agnostic: Bool = false) {
+        self.maxDetections = maxDetections
+        self.agnostic = agnostic
+    }
+}
+
 /// What a head adds per anchor to Detect's boxes and classes.
 enum HeadTask: Sendable, Equatable {
     case detect
@@ -64,7 +78,6 @@ struct Detect: Sendable {
     let proto: Proto26?
     /// DFL bin weights (0, 1, …, regMax − 1 in every Ultralytics model).
     let dfl: [Float]
-    let maxDetections = 300
 
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
          task: HeadTask, channels: [Int]) throws {
@@ -125,7 +138,7 @@ struct Detect: Sendable {
     }
 
     /// features: one [1, C_i, H_i, W_i] map per level; `strides` the input-to-map ratio of each.
-    func callAsFunction(_ features: [Tensor], strides: [Int]) -> HeadOutput {
+    func callAsFunction(_ features: [Tensor], strides: [Int], selection: HeadSelection) -> HeadOutput {
         var boxMaps = [Tensor](), clsMaps = [Tensor](), extraMaps = [Tensor]()
         let e = task.extraChannels
         for (i, x) in features.enumerated() {
@@ -146,7 +159,7 @@ struct Detect: Sendable {
         let probs = activated(scores, .sigmoid)
         let output: Tensor
         if endToEnd {
-            output = topK(decoded, probs)
+            output = topK(decoded, probs, selection)
         } else {
             // Ultralytics' order: box, class probabilities, then the task's extras.
             let parts = split(decoded, sizes: [4, e], axis: 0)
@@ -229,15 +242,29 @@ struct Detect: Sendable {
     }
 
     /// Ultralytics `Detect.postprocess`: the k anchors with the best class score, then the k
-    /// best (anchor, class) pairs among them. decoded: [4 + E, A], probs: [nc, A] →
-    /// [1, k, 6 + E] rows of (box, score, class, extras).
-    private func topK(_ decoded: Tensor, _ probs: Tensor) -> Tensor {
-        let a = decoded.shape[1], k = min(maxDetections, a), e = decoded.shape[0] - 4
-        var best = [Float](repeating: -.infinity, count: a)
+    /// best (anchor, class) pairs among them; with `agnostic`, the k best anchors with their
+    /// best class each. decoded: [4 + E, A], probs: [nc, A] → [1, k, 6 + E] rows of
+    /// (box, score, class, extras).
+    private func topK(_ decoded: Tensor, _ probs: Tensor, _ selection: HeadSelection) -> Tensor {
+        let a = decoded.shape[1], k = min(selection.maxDetections, a), e = decoded.shape[0] - 4
+        var best = [Float](repeating: -.infinity, count: a), label = [Int](repeating: 0, count: a)
         for c in 0..<nc {
-            for i in 0..<a { best[i] = max(best[i], probs.scalars[c * a + i]) }
+            for i in 0..<a where probs.scalars[c * a + i] > best[i] {
+                best[i] = probs.scalars[c * a + i]
+                label[i] = c
+            }
         }
         let anchors = topIndices(best, k)
+        if selection.agnostic {
+            var rows = [Float]()
+            rows.reserveCapacity(k * (6 + e))
+            for i in anchors {
+                rows += (0..<4).map { decoded.scalars[$0 * a + i] }
+                rows += [best[i], Float(label[i])]
+                rows += (0..<e).map { decoded.scalars[(4 + $0) * a + i] }
+            }
+            return Tensor(shape: [1, k, 6 + e], scalars: rows)
+        }
         var candidates = [Float](repeating: 0, count: k * nc)
         for (j, i) in anchors.enumerated() {
             for c in 0..<nc { candidates[j * nc + c] = probs.scalars[c * a + i] }

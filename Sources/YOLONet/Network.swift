@@ -216,7 +216,8 @@ package struct Network: Sendable {
     }
 
     /// Runs the graph. `observe(i, output)` sees every top-level layer's output before the head.
-    package func forward(_ x: Tensor, observe: ((Int, Tensor) -> Void)? = nil) throws -> HeadOutput {
+    package func forward(_ x: Tensor, selection: HeadSelection = HeadSelection(),
+                         observe: ((Int, Tensor) -> Void)? = nil) throws -> HeadOutput {
         try validate(input: x)
         var outputs = [Int: Tensor]()
         var last = x
@@ -231,7 +232,7 @@ package struct Network: Sendable {
             case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s)
             case .concat: y = concat(node.from.map(input), axis: 1)
             case .detect(let head):
-                return head(node.from.map(input), strides: node.from.map { nodes[$0].stride })
+                return head(node.from.map(input), strides: node.from.map { nodes[$0].stride }, selection: selection)
             case .classify(let head):
                 return head(input(node.from[0]))
             }

@@ -305,3 +305,31 @@ final class PredictTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(Results.self, from: JSONEncoder().encode(result)).boxes, result.boxes)
     }
 }
+
+/// End-to-end head settings that Ultralytics passes to the head: top-k of max(max_det, 300)
+/// and one row per anchor when agnostic.
+final class EndToEndSelectionTests: XCTestCase {
+    func testMaxDetectionsAboveThreeHundredAndAgnostic() async throws {
+        let shared = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
+        let weights = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? shared.appendingPathComponent("weights")
+        let yolo = try YOLO(contentsOf: weights.appendingPathComponent("yolo26n.safetensors"))
+        let bus = shared.appendingPathComponent("images/bus.jpg").path
+        yolo.configuration.confidence = 0
+        yolo.configuration.maxDetections = 1000
+        let many = try await yolo.predict(bus).boxes
+        XCTAssertEqual(many.count, 1000, "6300 anchors × 80 classes above confidence 0")
+        XCTAssertTrue(zip(many, many.dropFirst()).allSatisfy { $0.conf >= $1.conf })
+        yolo.configuration.agnosticNMS = true
+        let agnostic = try await yolo.predict(bus).boxes
+        XCTAssertEqual(agnostic.count, 1000)
+        // One row per anchor: no two rows share a box.
+        XCTAssertEqual(Set(agnostic.map(\.xyxy)).count, agnostic.count)
+        // The default keeps Ultralytics' five detections.
+        yolo.configuration = YOLOConfiguration()
+        let defaults = try await yolo.predict(bus).boxes
+        XCTAssertEqual(defaults.count, 5)
+    }
+}
