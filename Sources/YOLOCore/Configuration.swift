@@ -16,7 +16,7 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var imageSize: Int? = nil
     /// Pad to a square `imageSize` × `imageSize` instead of the minimal stride-aligned rectangle.
     public var square: Bool = false
-    /// Box outline width in pixels for drawing; derived from the image size when nil.
+    /// Box outline width in pixels for `annotated()`, 0.5…3; derived from the image size when nil.
     public var lineWidth: Double? = nil
 
     public init() {}
@@ -31,6 +31,6 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         guard maxDetections >= 1 else { throw fail("maxDetections", maxDetections, "must be at least 1") }
         if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
-        if let lineWidth, !(0.5...50).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…50") }
+        if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
     }
 }

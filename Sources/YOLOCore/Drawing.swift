@@ -43,8 +43,9 @@ extension Results {
     /// the top-5 classes as text lines in the top-left corner, then keypoints (radius 5, those
     /// with confidence ≥ 0.25) and, for the 17 COCO keypoints, the skeleton.
     ///
-    /// - Parameter lineWidth: outline width in pixels, clamped to 0.5…3 and rounded (at least 1).
-    ///   By default Ultralytics' `max(round((h + w + 3) / 2 · 0.003), 2)`, where the 3 is the
+    /// - Parameter lineWidth: outline width in pixels, clamped to 0.5…3 and rounded (at least 1);
+    ///   by default the configuration's at prediction time, else Ultralytics'
+    ///   `max(round((h + w + 3) / 2 · 0.003), 2)`, where the 3 is the
     ///   channel count, because it sums the whole `(h, w, 3)` array shape.
     /// - Throws: `YOLOError.invalidImage` when the result holds no image, as results decoded from
     ///   JSON do; `YOLOError.invalidConfiguration` when `lineWidth` is NaN.
@@ -54,7 +55,7 @@ extension Results {
                                          reason: "the result holds no image (results decoded from JSON do not); annotate a result returned by predict")
         }
         let thickness: Int
-        if let lineWidth {
+        if let lineWidth = lineWidth ?? self.lineWidth {
             guard !lineWidth.isNaN else {
                 throw YOLOError.invalidConfiguration(field: "lineWidth", value: "nan", reason: "must be a number in 0.5…3")
             }

@@ -287,6 +287,9 @@ public struct Results: Sendable, Equatable {
     public let speed: Speed
     /// The image the results refer to (not encoded).
     public let image: Image?
+    /// Outline width `annotated()` uses by default: the configuration's at prediction time
+    /// (not encoded).
+    public var lineWidth: Double?
 
     package init(path: String? = nil, task: YOLOTask, originalShape: [Int], inputShape: [Int], boxes: [Box] = [],
                  masks: [Mask] = [], keypoints: [Keypoints] = [], obb: [OrientedBox] = [], probs: Probs? = nil,

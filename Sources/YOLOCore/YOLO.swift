@@ -92,10 +92,12 @@ public final class YOLO: Sendable {
             }
             let probs = Probs(data: head.output.scalars, names: names)
             let done = DispatchTime.now().uptimeNanoseconds
-            return Results(task: .classify, originalShape: shape, inputShape: input.shape, probs: probs,
-                           speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
-                                        postprocess: ms(inferred, done)),
-                           image: image)
+            var result = Results(task: .classify, originalShape: shape, inputShape: input.shape, probs: probs,
+                                 speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
+                                              postprocess: ms(inferred, done)),
+                                 image: image)
+            result.lineWidth = config.lineWidth
+            return result
         }
 
         let letterbox = Letterbox(imgsz: size, stride: stride, auto: !config.square)
@@ -142,11 +144,13 @@ public final class YOLO: Sendable {
             boxes = raw.map(box)
         }
         let done = DispatchTime.now().uptimeNanoseconds
-        return Results(task: task, originalShape: shape, inputShape: input.shape, boxes: boxes, masks: masks,
-                       keypoints: keypoints, obb: obb,
-                       speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
-                                    postprocess: ms(inferred, done)),
-                       image: image)
+        var result = Results(task: task, originalShape: shape, inputShape: input.shape, boxes: boxes, masks: masks,
+                             keypoints: keypoints, obb: obb,
+                             speed: Speed(preprocess: ms(start, preprocessed), inference: ms(preprocessed, inferred),
+                                          postprocess: ms(inferred, done)),
+                             image: image)
+        result.lineWidth = config.lineWidth
+        return result
     }
 
     /// The task to run for a request: the model's own, or detect from a segment or pose model.

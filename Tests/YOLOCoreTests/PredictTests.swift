@@ -304,19 +304,12 @@ final class PredictTests: XCTestCase {
         XCTAssertEqual(Set(boxes.keys), ["xyxy", "conf", "cls", "name"])
         XCTAssertEqual(try JSONDecoder().decode(Results.self, from: JSONEncoder().encode(result)).boxes, result.boxes)
     }
-}
 
-/// End-to-end head settings that Ultralytics passes to the head: top-k of max(max_det, 300)
-/// and one row per anchor when agnostic.
-final class EndToEndSelectionTests: XCTestCase {
+    /// End-to-end head settings that Ultralytics passes to the head: top-k of max(max_det, 300)
+    /// and one row per anchor when agnostic.
     func testMaxDetectionsAboveThreeHundredAndAgnostic() async throws {
-        let shared = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
-        let weights = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? shared.appendingPathComponent("weights")
-        let yolo = try YOLO(contentsOf: weights.appendingPathComponent("yolo26n.safetensors"))
-        let bus = shared.appendingPathComponent("images/bus.jpg").path
+        let yolo = try await model("yolo26n")
+        let bus = shared().appendingPathComponent("images/bus.jpg").path
         yolo.configuration.confidence = 0
         yolo.configuration.maxDetections = 1000
         let many = try await yolo.predict(bus).boxes
@@ -331,5 +324,23 @@ final class EndToEndSelectionTests: XCTestCase {
         yolo.configuration = YOLOConfiguration()
         let defaults = try await yolo.predict(bus).boxes
         XCTAssertEqual(defaults.count, 5)
+    }
+
+    /// The configuration's line width is what `annotated()` draws with by default.
+    func testConfigurationLineWidthReachesTheDrawing() async throws {
+        let yolo = try await model("yolo26n")
+        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        yolo.configuration.lineWidth = 1
+        let thin = try await yolo.predict(bus)
+        XCTAssertEqual(thin.lineWidth, 1)
+        XCTAssertEqual(try thin.annotated(), try thin.annotated(lineWidth: 1))
+        XCTAssertNotEqual(try thin.annotated(), try thin.annotated(lineWidth: 3))
+        yolo.configuration.lineWidth = 10
+        do {
+            _ = try await yolo.predict(bus)
+            XCTFail("expected a configuration error")
+        } catch let error as YOLOError {
+            XCTAssertEqual(error, .invalidConfiguration(field: "lineWidth", value: "10.0", reason: "must be in 0.5…3"))
+        }
     }
 }
