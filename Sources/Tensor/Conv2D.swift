@@ -36,18 +36,26 @@ public struct Conv2DParameters: Sendable, Equatable {
 ///
 /// - x: [N, Cin, H, W]; weight: [Cout, Cin / groups, kH, kW]; bias: [Cout] or nil;
 ///   residual: [N, Cout, Ho, Wo] or nil (added after the activation, as `add(residual, y)`
-///   would, but in the epilogue pass instead of another pass over memory).
+///   would, but before the output leaves the registers instead of in another pass).
 /// - Returns [N, Cout, Ho, Wo].
-///
-/// Dispatch: 1×1 stride-1 unpadded convolutions are one GEMM on the activation as it lies
-/// (no im2col); depthwise convolutions run a direct SIMD kernel; everything else is
-/// im2col + GEMM per group. Bias and activation are applied in one pass over each output row.
 public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParameters,
+                   activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
+    conv2d(x, weight: ConvWeights(weight, groups: p.groups), bias: bias, p, activation: activation, residual: residual)
+}
+
+/// `conv2d` with weights laid out at load.
+///
+/// Depthwise convolutions run a direct SIMD kernel. Every other convolution is one GEMM per
+/// group over an implicit im2col (`packedGEMM`): B's row for input channel c and tap (ky, kx)
+/// is a shifted view of the input's `PhasePlanes`, so nothing is unfolded, and the GEMM applies
+/// bias, activation and residual as it stores. The GEMM runs over the planes' grid, whose rows
+/// are `width` ≥ Wo wide; when they are wider, the extra columns are dropped afterwards.
+public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2DParameters,
                    activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
     let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let cout = weight.shape[0]
-    precondition(x.rank == 4 && weight.rank == 4, "conv2d: x \(x.shape), weight \(weight.shape)")
-    precondition(cin % p.groups == 0 && cout % p.groups == 0 && weight.shape[1] == cin / p.groups
+    precondition(x.rank == 4, "conv2d: x \(x.shape)")
+    precondition(weight.groups == p.groups && cin % p.groups == 0 && weight.shape[1] == cin / p.groups
                  && weight.shape[2] == p.kernelH && weight.shape[3] == p.kernelW,
                  "conv2d: weight \(weight.shape) does not fit input \(x.shape) with \(p)")
     precondition(bias == nil || bias!.count == cout, "conv2d: bias has \(bias!.count) values for \(cout) channels")
@@ -59,62 +67,162 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
     let biases = bias ?? [Float](repeating: 0, count: cout)
     let threads = Parallel.width
     let res = residual?.scalars ?? []
+    let k = weight.reduction, cinG = cin / p.groups, coutG = cout / p.groups, panels = weight.panelsPerGroup * k * 8
+    let phases = PhasePlanes(channels: cin, h: h, w: w, p)
+    let grid = ho * phases.width, cropped = phases.width != wo
+    let rows = phases.rowOffsets(channels: cinG, p)
     return Tensor(shape: [n, cout, ho, wo]) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
-            weight.scalars.withUnsafeBufferPointer { wb in
+            weight.values.withUnsafeBufferPointer { wb in
               res.withUnsafeBufferPointer { rb in
-                let wa = Address(wb.baseAddress!)
-                for b in 0..<n {
-                    let xa = Address(xb.baseAddress! + b * cin * h * w), ya = Address(yb.baseAddress! + b * cout * plane)
-                    let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + b * cout * plane)
-                    /// Output offset `i` of this image: bias, activation, residual.
-                    @Sendable func epilogue(_ i: Int, count: Int, channel c: Int) {
-                        convEpilogue(ya.pointer + i, count: count, bias: biases[c], activation,
-                                     residual: ra.map { UnsafePointer($0.pointer + i) })
-                    }
-                    if p.groups == cin && cout == cin {
+                biases.withUnsafeBufferPointer { bb in
+                rows.withUnsafeBufferPointer { ob in
+                let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Offsets(ob.baseAddress!))
+                // The planes, and the GEMM's output on their grid when it must be cropped.
+                Scratch.withBuffer(phases.copies ? phases.count : 0) { planeBuffer in
+                Scratch.withBuffer(cropped ? cout * grid : 0) { stagingBuffer in
+                let planes = phases.copies ? planeBuffer : nil, staging = cropped ? stagingBuffer : nil
+                for image in 0..<n {
+                    let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
+                    let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
+                    if weight.isDepthwise {
                         // Depthwise: whole channels per thread.
                         let parts = Parallel.ranges(cin, parts: threads)
                         Parallel.forEach(parts.count) { t in
                             let cs = parts[t]
                             depthwiseConv2d(xa.pointer + cs.lowerBound * h * w, wa.pointer + cs.lowerBound * p.kernelH * p.kernelW,
                                             ya.pointer + cs.lowerBound * plane, channels: cs.count, h: h, w: w, p)
-                            for c in cs { epilogue(c * plane, count: plane, channel: c) }
+                            for c in cs {
+                                convEpilogue(ya.pointer + c * plane, count: plane, bias: ba.pointer[c], activation,
+                                             residual: ra.map { UnsafePointer($0.pointer + c * plane) })
+                            }
                         }
-                    } else if p.groups == 1 && p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1
-                                && p.strideW == 1 && p.padH == 0 && p.padW == 0 {
-                        // 1×1: the activation is the GEMM's B as it lies; columns per thread.
-                        let parts = Parallel.ranges(plane, parts: threads, align: 16)
-                        Parallel.forEach(parts.count) { t in
-                            let cols = parts[t]
-                            let y = ya.pointer + cols.lowerBound
-                            BLAS.serialSgemm(m: cout, n: cols.count, k: cin, a: wa.pointer, lda: cin,
-                                             b: xa.pointer + cols.lowerBound, ldb: plane, c: y, ldc: plane)
-                            for c in 0..<cout { epilogue(c * plane + cols.lowerBound, count: cols.count, channel: c) }
-                        }
-                    } else if p.groups == 1 {
-                        // im2col + GEMM: output rows per thread, each with its own column matrix.
-                        let parts = Parallel.ranges(ho, parts: threads)
-                        Parallel.forEach(parts.count) { t in
-                            let rows = parts[t]
-                            let k = cin * p.kernelH * p.kernelW, cols = rows.count * wo
-                            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: k * cols)
-                            defer { buffer.deallocate() }
-                            im2col(xa.pointer, buffer, channels: cin, h: h, w: w, rows: rows, p)
-                            let y = ya.pointer + rows.lowerBound * wo
-                            BLAS.serialSgemm(m: cout, n: cols, k: k, a: wa.pointer, lda: k, b: buffer, ldb: cols,
-                                             c: y, ldc: plane)
-                            for c in 0..<cout { epilogue(c * plane + rows.lowerBound * wo, count: cols, channel: c) }
-                        }
-                    } else {
-                        im2colConv2d(xa.pointer, wa.pointer, ya.pointer, cin: cin, cout: cout, h: h, w: w, p)
-                        for c in 0..<cout { epilogue(c * plane, count: plane, channel: c) }
+                        continue
                     }
+                    let source = planes.map(Address.init) ?? xa
+                    if let planes {
+                        let pa = Address(planes), parts = Parallel.ranges(cin, parts: threads)
+                        Parallel.forEach(parts.count) { t in phases.fill(pa.pointer, from: xa.pointer, channels: parts[t], p) }
+                    }
+                    let out = staging.map(Address.init) ?? ya
+                    let parts = Parallel.ranges(grid, parts: threads, align: 48)
+                    Parallel.forEach(parts.count) { t in
+                        let cols = parts[t]
+                        for g in 0..<p.groups {
+                            let o = g * coutG * grid + cols.lowerBound
+                            packedGEMM(wa.pointer + g * panels, m: coutG, k: k,
+                                       b: source.pointer + g * cinG * phases.channelStride + cols.lowerBound,
+                                       rows: oa.pointer, n: cols.count, c: out.pointer + o, ldc: grid,
+                                       Epilogue(bias: ba.pointer + g * coutG, activation: activation,
+                                                residual: cropped ? nil : ra.map { UnsafePointer($0.pointer + o) }))
+                        }
+                    }
+                    if cropped {
+                        // Keep the first Wo columns of each grid row; the residual joins here.
+                        let parts = Parallel.ranges(cout * ho, parts: threads)
+                        Parallel.forEach(parts.count) { t in
+                            for r in parts[t] {
+                                let from = UnsafePointer(out.pointer + r * phases.width), to = ya.pointer + r * wo
+                                if let ra {
+                                    addVectors(from, UnsafePointer(ra.pointer + r * wo), into: to, count: wo)
+                                } else {
+                                    to.update(from: from, count: wo)
+                                }
+                            }
+                        }
+                    }
+                }
+                }
+                }
+                }
                 }
               }
             }
         }
     }
+}
+
+/// The zero-padded input split by stride phase ("polyphase"): for stride (sH, sW), channel c
+/// holds sH · sW planes, plane (py, px) holding the padded input's rows py, py + sH, … and
+/// columns px, px + sW, …. Output pixel (oy, ox) reads tap (ky, kx) at row oy + ky / sH,
+/// column ox + kx / sW of plane (ky % sH, kx % sW): every tap is the same plane shifted, so one
+/// GEMM column j = oy · width + ox sees all its taps at fixed offsets from j.
+/// With stride 1 and no padding the input is its own plane and nothing is copied.
+struct PhasePlanes: Sendable {
+    /// Columns and rows of one plane.
+    let width: Int, height: Int
+    let strideH: Int, strideW: Int
+    /// Floats per plane: one spare zero row, for the grid's last row reading past its end.
+    let planeSize: Int
+    let copies: Bool
+    let h: Int, w: Int
+
+    init(channels: Int, h: Int, w: Int, _ p: Conv2DParameters) {
+        (strideH, strideW, self.h, self.w) = (p.strideH, p.strideW, h, w)
+        // Unpadded stride-1 convolutions one column wide read the input in place: their grid is
+        // the output and stays inside it. Wider kernels' extra grid columns would read past it.
+        copies = !(p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0 && p.kernelW == 1)
+        width = (w + 2 * p.padW + p.strideW - 1) / p.strideW
+        height = (h + 2 * p.padH + p.strideH - 1) / p.strideH
+        planeSize = copies ? (height + 1) * width : h * w
+        count = channels * p.strideH * p.strideW * planeSize
+    }
+
+    let count: Int
+    /// Floats from one channel's planes to the next.
+    var channelStride: Int { strideH * strideW * planeSize }
+
+    /// B's row offsets for `channels` input channels: tap (c, ky, kx) in the weights' order.
+    func rowOffsets(channels: Int, _ p: Conv2DParameters) -> [Int] {
+        var rows = [Int]()
+        rows.reserveCapacity(channels * p.kernelH * p.kernelW)
+        for c in 0..<channels {
+            for ky in 0..<p.kernelH {
+                for kx in 0..<p.kernelW {
+                    rows.append(c * channelStride + ((ky % strideH) * strideW + kx % strideW) * planeSize
+                                + (ky / strideH) * width + kx / strideW)
+                }
+            }
+        }
+        return rows
+    }
+
+    /// Writes the planes of input channels `channels` of x [C, H, W].
+    func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, channels: Range<Int>, _ p: Conv2DParameters) {
+        for c in channels {
+            for py in 0..<strideH {
+                for px in 0..<strideW {
+                    let out = planes + c * channelStride + (py * strideW + px) * planeSize
+                    // Input columns ix = col · sW + px − padW in [0, w) for col in lo..<hi.
+                    let lo = min(width, max(0, (p.padW - px + strideW - 1) / strideW))
+                    let hi = max(lo, min(width, (w - 1 + p.padW - px) / strideW + 1))
+                    for row in 0..<height {
+                        let o = out + row * width, iy = row * strideH + py - p.padH
+                        guard iy >= 0 && iy < h else {
+                            o.initialize(repeating: 0, count: width)
+                            continue
+                        }
+                        o.initialize(repeating: 0, count: lo)
+                        let src = x + (c * h + iy) * w + lo * strideW + px - p.padW
+                        if strideW == 1 {
+                            (o + lo).initialize(from: src, count: hi - lo)
+                        } else {
+                            for i in 0..<(hi - lo) { o[lo + i] = src[i * strideW] }
+                        }
+                        (o + hi).initialize(repeating: 0, count: width - hi)
+                    }
+                    (out + height * width).initialize(repeating: 0, count: width)
+                }
+            }
+        }
+    }
+}
+
+/// A table of offsets carried into a concurrent region (read only).
+struct Offsets: Sendable {
+    let bits: Int
+    init(_ p: UnsafePointer<Int>) { bits = Int(bitPattern: p) }
+    var pointer: UnsafePointer<Int> { UnsafePointer(bitPattern: bits)! }
 }
 
 /// row = activation(row + bias) + residual, in place. The residual is added in a second
@@ -129,56 +237,6 @@ func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _
     case .sigmoid: map16(UnsafePointer(row), row, count) { sigmoid($0 + b) }
     }
     if let r = residual { addVectors(r, UnsafePointer(row), into: row, count: count) }
-}
-
-/// General convolution of one image: per group, unfold the input into a
-/// [Cin/g · kH · kW, Ho · Wo] column matrix and multiply by the group's weight rows.
-func im2colConv2d(_ x: UnsafePointer<Float>, _ weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>,
-                  cin: Int, cout: Int, h: Int, w: Int, _ p: Conv2DParameters) {
-    let (ho, wo) = p.outputSize(h: h, w: w)
-    let cinG = cin / p.groups, coutG = cout / p.groups
-    let k = cinG * p.kernelH * p.kernelW, plane = ho * wo
-    let cols = UnsafeMutablePointer<Float>.allocate(capacity: k * plane)
-    defer { cols.deallocate() }
-    for g in 0..<p.groups {
-        im2col(x + g * cinG * h * w, cols, channels: cinG, h: h, w: w, rows: 0..<ho, p)
-        BLAS.sgemm(m: coutG, n: plane, k: k, a: weight + g * coutG * k, lda: k,
-                   b: cols, ldb: plane, c: y + g * coutG * plane, ldc: plane)
-    }
-}
-
-/// x: [C, H, W] → cols: [C · kH · kW, rows.count · Wo] for the output rows `rows`, zeros where
-/// the window leaves the image.
-func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, channels: Int, h: Int, w: Int,
-            rows: Range<Int>, _ p: Conv2DParameters) {
-    let (_, wo) = p.outputSize(h: h, w: w)
-    let width = rows.count * wo
-    var row = cols
-    for c in 0..<channels {
-        let plane = x + c * h * w
-        for ky in 0..<p.kernelH {
-            for kx in 0..<p.kernelW {
-                let (lo, hi) = p.validColumns(kx: kx, w: w, wo: wo)
-                for oy in rows {
-                    let out = row + (oy - rows.lowerBound) * wo
-                    let iy = oy * p.strideH - p.padH + ky
-                    guard iy >= 0 && iy < h else {
-                        out.initialize(repeating: 0, count: wo)
-                        continue
-                    }
-                    out.initialize(repeating: 0, count: lo)
-                    let src = plane + iy * w - p.padW + kx
-                    if p.strideW == 1 {
-                        (out + lo).update(from: src + lo, count: hi - lo)
-                    } else {
-                        for ox in lo..<hi { out[ox] = src[ox * p.strideW] }
-                    }
-                    (out + hi).initialize(repeating: 0, count: wo - hi)
-                }
-                row += width
-            }
-        }
-    }
 }
 
 /// Depthwise convolution (groups == Cin == Cout) of one image, without bias.

@@ -3,14 +3,15 @@ import Tensor
 /// Ultralytics `Conv`: Conv2d (padding k/2) + BatchNorm (folded at load) + SiLU, or a plain
 /// `nn.Conv2d` with bias and no activation. x: [N, c1, H, W] → [N, c2, H/s, W/s].
 package struct Conv: Sendable {
-    let weight: Tensor
+    let weight: ConvWeights
     let bias: [Float]
     let parameters: Conv2DParameters
     let activation: Activation
 
     init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1,
          g: Int = 1, activation: Activation = .silu, plain: Bool = false) throws {
-        (weight, bias) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
+        let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
+        (weight, bias) = (ConvWeights(w, groups: g), b)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         self.activation = plain ? .none : activation
     }

@@ -49,6 +49,34 @@ final class ParityTests: XCTestCase {
     }
 
     func testYOLO26nBusLayerByLayer() throws { try check(model: "yolo26n", image: "bus") }
+
+    /// Thread counts split the work differently; every layer and the head's raw maps agree
+    /// within 1e-5 · max(1, max |value|).
+    func testThreadCountsAgree() throws {
+        let model = try Model(contentsOf: weightsURL("yolo26n"))
+        let input = try reference("yolo26n", "bus").tensor("input")
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        func run(_ threads: Int) throws -> (layers: [Tensor], raw: [String: Tensor]) {
+            BLAS.threads = threads
+            var layers = [Tensor]()
+            let output = try model.network.forward(input) { _, y in layers.append(y) }
+            return (layers, output.raw)
+        }
+        let one = try run(1)
+        for threads in [2, 3] {
+            let other = try run(threads)
+            XCTAssertEqual(other.layers.count, one.layers.count)
+            for (i, (a, b)) in zip(one.layers, other.layers).enumerated() {
+                XCTAssertLessThanOrEqual(maxAbsDifference(b, a, "layer.\(i)"), 1e-5 * max(1, maxAbs(a)),
+                                         "layer.\(i), \(threads) threads against 1")
+            }
+            for (key, a) in one.raw {
+                let b = try XCTUnwrap(other.raw[key])
+                XCTAssertLessThanOrEqual(maxAbsDifference(b, a, key), 1e-5 * max(1, maxAbs(a)), "\(key), \(threads) threads against 1")
+            }
+        }
+    }
     func testYOLO26nZidane() throws { try check(model: "yolo26n", image: "zidane") }
     func testYOLO26nRandomUnfusedBothHeads() throws { try check(model: "yolo26n-random", image: "bus") }
     func testYOLO11nRandomDFLHead() throws { try check(model: "yolo11n-random", image: "bus") }
