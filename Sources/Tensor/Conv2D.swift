@@ -204,10 +204,24 @@ struct PhasePlanes: Sendable {
                         }
                         o.initialize(repeating: 0, count: lo)
                         let src = x + (c * h + iy) * w + lo * strideW + px - p.padW
+                        var i = 0
                         if strideW == 1 {
                             (o + lo).initialize(from: src, count: hi - lo)
-                        } else {
-                            for i in 0..<(hi - lo) { o[lo + i] = src[i * strideW] }
+                            i = hi - lo
+                        } else if strideW == 2 {
+                            // The even floats of 32 are the low halves of 16 64-bit lanes: a
+                            // truncation compiles to permutes (`evenHalf` to 16 scalar inserts).
+                            // The 32nd float is read only while it is one this row needs.
+                            while 2 * i + 32 <= 2 * (hi - lo) - 1 {
+                                let pairs = UnsafeRawPointer(src + 2 * i).loadUnaligned(as: SIMD16<UInt64>.self)
+                                UnsafeMutableRawPointer(o + lo + i).storeBytes(of: SIMD16<UInt32>(truncatingIfNeeded: pairs),
+                                                                               as: SIMD16<UInt32>.self)
+                                i += 16
+                            }
+                        }
+                        while i < hi - lo {
+                            o[lo + i] = src[i * strideW]
+                            i += 1
                         }
                         (o + hi).initialize(repeating: 0, count: width - hi)
                     }
