@@ -69,7 +69,7 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let res = residual?.scalars ?? []
     let k = weight.reduction, cinG = cin / p.groups, coutG = cout / p.groups, panels = weight.panelsPerGroup * k * 8
     let phases = PhasePlanes(channels: cin, h: h, w: w, p)
-    let grid = ho * phases.width, cropped = phases.width != wo
+    let grid = ho * phases.width, cropped = phases.width != wo && !weight.isDepthwise
     let rows = phases.rowOffsets(channels: cinG, p)
     return Tensor(shape: [n, cout, ho, wo]) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
@@ -85,24 +85,20 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                 for image in 0..<n {
                     let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
                     let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
-                    if weight.isDepthwise {
-                        // Depthwise: whole channels per thread.
-                        let parts = Parallel.ranges(cin, parts: threads)
-                        Parallel.forEach(parts.count) { t in
-                            let cs = parts[t]
-                            depthwiseConv2d(xa.pointer + cs.lowerBound * h * w, wa.pointer + cs.lowerBound * p.kernelH * p.kernelW,
-                                            ya.pointer + cs.lowerBound * plane, channels: cs.count, h: h, w: w, p)
-                            for c in cs {
-                                convEpilogue(ya.pointer + c * plane, count: plane, bias: ba.pointer[c], activation,
-                                             residual: ra.map { UnsafePointer($0.pointer + c * plane) })
-                            }
-                        }
-                        continue
-                    }
                     let source = planes.map(Address.init) ?? xa
                     if let planes {
                         let pa = Address(planes), parts = Parallel.ranges(cin, parts: threads)
                         Parallel.forEach(parts.count) { t in phases.fill(pa.pointer, from: xa.pointer, channels: parts[t], p) }
+                    }
+                    if weight.isDepthwise {
+                        // Whole channels per thread.
+                        let parts = Parallel.ranges(cin, parts: threads)
+                        Parallel.forEach(parts.count) { t in
+                            depthwiseConv2d(source.pointer, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
+                                            channels: parts[t], ho: ho, wo: wo,
+                                            Epilogue(bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) }))
+                        }
+                        continue
                     }
                     let out = staging.map(Address.init) ?? ya
                     let parts = Parallel.ranges(grid, parts: threads, align: 48)
@@ -166,7 +162,11 @@ struct PhasePlanes: Sendable {
         height = (h + 2 * p.padH + p.strideH - 1) / p.strideH
         planeSize = copies ? (height + 1) * width : h * w
         count = channels * p.strideH * p.strideW * planeSize
+        taps = p.kernelH * p.kernelW
     }
+
+    /// Kernel taps per channel.
+    let taps: Int
 
     let count: Int
     /// Floats from one channel's planes to the next.
@@ -239,54 +239,43 @@ struct Offsets: Sendable {
     var pointer: UnsafePointer<Int> { UnsafePointer(bitPattern: bits)! }
 }
 
-/// row = activation(row + bias) + residual, in place. The residual is added in a second
-/// sweep of the row (still in cache), exactly as a separate `add` would round it.
-@inlinable
-func convEpilogue(_ row: UnsafeMutablePointer<Float>, count: Int, bias: Float, _ activation: Activation,
-                  residual: UnsafePointer<Float>? = nil) {
-    let b = Vec16(repeating: bias)
-    switch activation {
-    case .none: map16(UnsafePointer(row), row, count) { $0 + b }
-    case .silu: map16(UnsafePointer(row), row, count) { silu($0 + b) }
-    case .sigmoid: map16(UnsafePointer(row), row, count) { sigmoid($0 + b) }
-    }
-    if let r = residual { addVectors(r, UnsafePointer(row), into: row, count: count) }
-}
-
-/// Depthwise convolution (groups == Cin == Cout) of one image, without bias.
-/// x: [C, H, W], weight: [C, 1, kH, kW], y: [C, Ho, Wo] (overwritten).
-/// Each kernel tap adds a shifted input row into the output row; for stride 1 the row
-/// is contiguous and runs 16 lanes at a time.
-func depthwiseConv2d(_ x: UnsafePointer<Float>, _ weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>,
-                     channels: Int, h: Int, w: Int, _ p: Conv2DParameters) {
-    let (ho, wo) = p.outputSize(h: h, w: w)
-    for c in 0..<channels {
-        let plane = x + c * h * w, out = y + c * ho * wo, wc = weight + c * p.kernelH * p.kernelW
-        out.initialize(repeating: 0, count: ho * wo)
+/// Depthwise convolution (groups == Cin == Cout) of channels `channels` of one image from their
+/// phase planes: y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes),
+/// with `taps` the offsets of `PhasePlanes.rowOffsets(channels: 1, …)`. Every tap of a
+/// 48- or 16-column run of an output row is summed in registers and stored once.
+func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps: UnsafePointer<Int>,
+                     weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, channels: Range<Int>,
+                     ho: Int, wo: Int, _ epilogue: Epilogue) {
+    let count = phases.taps
+    for c in channels {
+        let wc = weight + c * count
         for oy in 0..<ho {
-            let orow = out + oy * wo
-            for ky in 0..<p.kernelH {
-                let iy = oy * p.strideH - p.padH + ky
-                guard iy >= 0 && iy < h else { continue }
-                for kx in 0..<p.kernelW {
-                    let (lo, hi) = p.validColumns(kx: kx, w: w, wo: wo)
-                    let src = plane + iy * w - p.padW + kx
-                    let wt = wc[ky * p.kernelW + kx]
-                    if p.strideW == 1 {
-                        let wv = Vec16(repeating: wt)
-                        var ox = lo
-                        while ox + 16 <= hi {
-                            orow.store(orow.vec16(ox) + wv * src.vec16(ox), at: ox)
-                            ox += 16
-                        }
-                        while ox < hi {
-                            orow[ox] += wt * src[ox]
-                            ox += 1
-                        }
-                    } else {
-                        for ox in lo..<hi { orow[ox] += wt * src[ox * p.strideW] }
-                    }
-                }
+            let row = planes + c * phases.channelStride + oy * phases.width, out = c * ho * wo + oy * wo
+            func run<R: TileRow>(_: R.Type, at ox: Int) {
+                var acc = R()
+                for t in 0..<count { acc.add(wc[t], times: R(loading: row + taps[t] + ox)) }
+                acc.store(row: c, at: out + ox, into: y, epilogue)
+            }
+            var ox = 0
+            while ox + 48 <= wo {
+                run(Row48.self, at: ox)
+                ox += 48
+            }
+            while ox + 16 <= wo {
+                run(Row16.self, at: ox)
+                ox += 16
+            }
+            guard ox < wo else { continue }
+            // The last < 16 columns: lanes gathered one by one, the same math on a padded vector.
+            var sum = Vec16()
+            for t in 0..<count {
+                var v = Vec16()
+                for i in 0..<(wo - ox) { v[i] = row[taps[t] + ox + i] }
+                sum = sum.addingProduct(Vec16(repeating: wc[t]), v)
+            }
+            let result = epilogue.apply(sum, row: c)
+            for i in 0..<(wo - ox) {
+                y[out + ox + i] = result[i] + (epilogue.residual?[out + ox + i] ?? 0)
             }
         }
     }

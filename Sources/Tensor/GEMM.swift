@@ -44,14 +44,20 @@ struct Epilogue {
     let activation: Activation
     let residual: UnsafePointer<Float>?
 
+    /// activation(sum + bias of `row`).
+    @inline(__always)
+    func apply(_ sum: Vec16, row: Int) -> Vec16 {
+        let y = sum + bias[row]
+        switch activation {
+        case .none: return y
+        case .silu: return silu(y)
+        case .sigmoid: return sigmoid(y)
+        }
+    }
+
     @inline(__always)
     func store(_ sum: Vec16, row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>) {
-        var y = sum + bias[row]
-        switch activation {
-        case .none: break
-        case .silu: y = silu(y)
-        case .sigmoid: y = sigmoid(y)
-        }
+        var y = apply(sum, row: row)
         if let residual { y += residual.vec16(offset) }
         c.store(y, at: offset)
     }
