@@ -79,9 +79,9 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                 rows.withUnsafeBufferPointer { ob in
                 let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Offsets(ob.baseAddress!))
                 // The planes, and the GEMM's output on their grid when it must be cropped.
-                Scratch.withBuffer(phases.copies ? phases.count : 0) { planeBuffer in
-                Scratch.withBuffer(cropped ? cout * grid : 0) { stagingBuffer in
-                let planes = phases.copies ? planeBuffer : nil, staging = cropped ? stagingBuffer : nil
+                let planes = phases.copies ? UnsafeMutablePointer<Float>.allocate(capacity: phases.count) : nil
+                let staging = cropped ? UnsafeMutablePointer<Float>.allocate(capacity: cout * grid) : nil
+                defer { planes?.deallocate(); staging?.deallocate() }
                 for image in 0..<n {
                     let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
                     let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
@@ -127,8 +127,6 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                             }
                         }
                     }
-                }
-                }
                 }
                 }
                 }

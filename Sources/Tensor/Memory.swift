@@ -7,7 +7,8 @@ import Foundation
 /// heap top above twice that: with this network's mix of sizes it kept returning pages to the
 /// kernel and faulting them back in, 20 ms of a 75 ms yolo26n inference (1 thread; 55 ms with
 /// the thresholds below, 47 → 30 ms on 2 threads). Fixed thresholds (blocks under 32 MB from
-/// the heap, trim above 128 MB free) keep the pages. Peak RSS was unchanged (89 MB).
+/// the heap, trim above 128 MB free) keep the pages, for tensors and kernels' temporaries
+/// alike. Peak RSS was unchanged (89 MB).
 enum Memory {
     /// Applied once per process, when OpenBLAS is loaded.
     static let keepFreedPages: Void = {

@@ -87,6 +87,9 @@ final class Conv2DTests: XCTestCase {
         // A C2PSA-sized 1×1 and a 3×3 with K = 576.
         check(cin: 64, cout: 32, h: 20, w: 20, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 401)
         check(cin: 128, cout: 256, h: 20, w: 15, kernel: 1, stride: 1, padding: 0, groups: 1, seed: 402)
+        // Outputs whole 16-column vectors wide: one GEMM per output row (stride 1 and 2).
+        check(cin: 16, cout: 32, h: 7, w: 48, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 403)
+        check(cin: 13, cout: 7, h: 33, w: 32, kernel: 3, stride: 2, padding: 1, groups: 1, activation: .silu, seed: 404)
     }
 
     func testOutputSize() {
