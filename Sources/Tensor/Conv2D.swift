@@ -45,11 +45,14 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
 
 /// `conv2d` with weights laid out at load.
 ///
-/// Depthwise convolutions run a direct SIMD kernel. Every other convolution is one GEMM per
-/// group over an implicit im2col (`packedGEMM`): B's row for input channel c and tap (ky, kx)
-/// is a shifted view of the input's `PhasePlanes`, so nothing is unfolded, and the GEMM applies
-/// bias, activation and residual as it stores. The GEMM runs over the planes' grid, whose rows
-/// are `width` ≥ Wo wide; when they are wider, the extra columns are dropped afterwards.
+/// Every convolution but a depthwise one is one GEMM per group over an implicit im2col
+/// (`packedGEMM`): B's row for input channel c and tap (ky, kx) is a shifted view of the input's
+/// `PhasePlanes`, so nothing is unfolded, and the GEMM applies bias, activation and residual
+/// as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
+/// Each thread takes blocks of output rows and lays out only their planes (in cache when the
+/// GEMM reads them, and little memory). The GEMM runs over the planes' grid, whose rows are
+/// `width` ≥ Wo wide; when they are wider, the extra columns are dropped afterwards.
+/// 1×1 stride-1 unpadded convolutions read the input as it lies.
 public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2DParameters,
                    activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
     let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
@@ -68,9 +71,11 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let threads = Parallel.width
     let res = residual?.scalars ?? []
     let k = weight.reduction, cinG = cin / p.groups, coutG = cout / p.groups, panels = weight.panelsPerGroup * k * 8
-    let phases = PhasePlanes(channels: cin, h: h, w: w, p)
-    let grid = ho * phases.width, cropped = phases.width != wo && !weight.isDepthwise
-    let rows = phases.rowOffsets(channels: cinG, p)
+    let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
+        && !weight.isDepthwise
+    let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
+    let cropped = phases.width != wo && !weight.isDepthwise
+    let rows = direct ? (0..<cinG).map { $0 * h * w } : phases.rowOffsets(channels: cinG, p)
     return Tensor(shape: [n, cout, ho, wo]) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
             weight.values.withUnsafeBufferPointer { wb in
@@ -78,52 +83,61 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                 biases.withUnsafeBufferPointer { bb in
                 rows.withUnsafeBufferPointer { ob in
                 let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Offsets(ob.baseAddress!))
-                // The planes, and the GEMM's output on their grid when it must be cropped.
-                let planes = phases.copies ? UnsafeMutablePointer<Float>.allocate(capacity: phases.count) : nil
-                let staging = cropped ? UnsafeMutablePointer<Float>.allocate(capacity: cout * grid) : nil
-                defer { planes?.deallocate(); staging?.deallocate() }
                 for image in 0..<n {
                     let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
                     let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
-                    let source = planes.map(Address.init) ?? xa
-                    if let planes {
-                        let pa = Address(planes), parts = Parallel.ranges(cin, parts: threads)
-                        Parallel.forEach(parts.count) { t in phases.fill(pa.pointer, from: xa.pointer, channels: parts[t], p) }
+                    /// GEMMs of every group over `columns` columns of B from `b`, into C from output offset `o`
+                    /// with leading dimension `ldc` (the residual too, when it is fused).
+                    @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
+                                        c: UnsafeMutablePointer<Float>, ldc: Int, fusedResidual: Int?) {
+                        for g in 0..<p.groups {
+                            packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
+                                       rows: oa.pointer, n: columns, c: c + g * coutG * ldc, ldc: ldc,
+                                       Epilogue(bias: ba.pointer + g * coutG, activation: activation,
+                                                residual: fusedResidual.flatMap { o in ra.map { UnsafePointer($0.pointer + o + g * coutG * ldc) } }))
+                        }
                     }
-                    if weight.isDepthwise {
-                        // Whole channels per thread.
-                        let parts = Parallel.ranges(cin, parts: threads)
+                    if direct {
+                        // The input is B as it lies: columns per thread.
+                        let parts = Parallel.ranges(plane, parts: threads, align: 48)
                         Parallel.forEach(parts.count) { t in
-                            depthwiseConv2d(source.pointer, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
-                                            channels: parts[t], ho: ho, wo: wo,
-                                            Epilogue(bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) }))
+                            let cols = parts[t]
+                            gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count,
+                                 c: ya.pointer + cols.lowerBound, ldc: plane, fusedResidual: cols.lowerBound)
                         }
                         continue
                     }
-                    let out = staging.map(Address.init) ?? ya
-                    let parts = Parallel.ranges(grid, parts: threads, align: 48)
+                    let parts = Parallel.ranges(phases.blockCount, parts: threads)
                     Parallel.forEach(parts.count) { t in
-                        let cols = parts[t]
-                        for g in 0..<p.groups {
-                            let o = g * coutG * grid + cols.lowerBound
-                            packedGEMM(wa.pointer + g * panels, m: coutG, k: k,
-                                       b: source.pointer + g * cinG * phases.channelStride + cols.lowerBound,
-                                       rows: oa.pointer, n: cols.count, c: out.pointer + o, ldc: grid,
-                                       Epilogue(bias: ba.pointer + g * coutG, activation: activation,
-                                                residual: cropped ? nil : ra.map { UnsafePointer($0.pointer + o) }))
-                        }
-                    }
-                    if cropped {
-                        // Keep the first Wo columns of each grid row; the residual joins here.
-                        let parts = Parallel.ranges(cout * ho, parts: threads)
-                        Parallel.forEach(parts.count) { t in
-                            for r in parts[t] {
-                                let from = UnsafePointer(out.pointer + r * phases.width), to = ya.pointer + r * wo
-                                if let ra {
-                                    addVectors(from, UnsafePointer(ra.pointer + r * wo), into: to, count: wo)
-                                } else {
-                                    to.update(from: from, count: wo)
+                        let planes = UnsafeMutablePointer<Float>.allocate(capacity: phases.count)
+                        let staging = cropped ? UnsafeMutablePointer<Float>.allocate(capacity: cout * phases.gridSize) : nil
+                        defer { planes.deallocate(); staging?.deallocate() }
+                        for block in parts[t] {
+                            let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
+                            phases.fill(planes, from: xa.pointer, outputRows: first, p)
+                            if weight.isDepthwise {
+                                depthwiseConv2d(planes, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
+                                                channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
+                                                Epilogue(bias: ba.pointer, activation: activation,
+                                                         residual: ra.map { UnsafePointer($0.pointer) }))
+                            } else if let staging {
+                                gemm(planes, channelStride: phases.channelStride, columns: count * phases.width,
+                                     c: staging, ldc: phases.gridSize, fusedResidual: nil)
+                                // Keep the first Wo columns of each grid row; the residual joins here.
+                                for c in 0..<cout {
+                                    for r in 0..<count {
+                                        let from = UnsafePointer(staging + c * phases.gridSize + r * phases.width)
+                                        let o = c * plane + (first + r) * wo
+                                        if let ra {
+                                            addVectors(from, UnsafePointer(ra.pointer + o), into: ya.pointer + o, count: wo)
+                                        } else {
+                                            (ya.pointer + o).update(from: from, count: wo)
+                                        }
+                                    }
                                 }
+                            } else {
+                                gemm(planes, channelStride: phases.channelStride, columns: count * wo,
+                                     c: ya.pointer + first * wo, ldc: plane, fusedResidual: first * wo)
                             }
                         }
                     }
@@ -136,39 +150,45 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     }
 }
 
-/// The zero-padded input split by stride phase ("polyphase"): for stride (sH, sW), channel c
-/// holds sH · sW planes, plane (py, px) holding the padded input's rows py, py + sH, … and
-/// columns px, px + sW, …. Output pixel (oy, ox) reads tap (ky, kx) at row oy + ky / sH,
-/// column ox + kx / sW of plane (ky % sH, kx % sW): every tap is the same plane shifted, so one
-/// GEMM column j = oy · width + ox sees all its taps at fixed offsets from j.
-/// With stride 1 and no padding the input is its own plane and nothing is copied.
+/// A block of output rows' share of the zero-padded input, split by stride phase
+/// ("polyphase"): for stride (sH, sW), channel c holds sH · sW planes, plane (py, px) holding
+/// the padded input's rows py, py + sH, … and columns px, px + sW, …. Output pixel (oy, ox)
+/// reads tap (ky, kx) at row oy + ky / sH, column ox + kx / sW of plane (ky % sH, kx % sW):
+/// every tap is the same plane shifted, so one GEMM column j = oy · width + ox sees all its
+/// taps at fixed offsets from j.
 struct PhasePlanes: Sendable {
-    /// Columns and rows of one plane.
+    /// Columns of one plane, and rows: a block's output rows plus the kernel's reach below.
     let width: Int, height: Int
-    let strideH: Int, strideW: Int
+    /// Output rows per block, and blocks.
+    let blockRows: Int, blockCount: Int
+    let strideH: Int, strideW: Int, padH: Int, padW: Int
     /// Floats per plane: one spare zero row, for the grid's last row reading past its end.
     let planeSize: Int
-    let copies: Bool
     let h: Int, w: Int
-
-    init(channels: Int, h: Int, w: Int, _ p: Conv2DParameters) {
-        (strideH, strideW, self.h, self.w) = (p.strideH, p.strideW, h, w)
-        // Unpadded stride-1 convolutions one column wide read the input in place: their grid is
-        // the output and stays inside it. Wider kernels' extra grid columns would read past it.
-        copies = !(p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0 && p.kernelW == 1)
-        width = (w + 2 * p.padW + p.strideW - 1) / p.strideW
-        height = (h + 2 * p.padH + p.strideH - 1) / p.strideH
-        planeSize = copies ? (height + 1) * width : h * w
-        count = channels * p.strideH * p.strideW * planeSize
-        taps = p.kernelH * p.kernelW
-    }
-
+    let channels: Int
     /// Kernel taps per channel.
     let taps: Int
 
-    let count: Int
+    /// Blocks of about 256 K floats of planes (1 MB, this CPU's L2; 64 K floats ran 1.5 ms
+    /// slower per yolo26n inference), at least one per thread.
+    init(channels: Int, h: Int, w: Int, ho: Int, threads: Int, _ p: Conv2DParameters) {
+        (strideH, strideW, padH, padW, self.h, self.w, self.channels) = (p.strideH, p.strideW, p.padH, p.padW, h, w, channels)
+        width = (w + 2 * p.padW + p.strideW - 1) / p.strideW
+        let reach = (p.kernelH - 1) / p.strideH
+        let perRow = channels * p.strideH * p.strideW * width
+        blockRows = max(1, min((ho + threads - 1) / threads, (1 << 18) / perRow - reach))
+        blockCount = (ho + blockRows - 1) / blockRows
+        height = blockRows + reach
+        planeSize = (height + 1) * width
+        taps = p.kernelH * p.kernelW
+    }
+
+    /// Floats of one block's planes.
+    var count: Int { channels * channelStride }
     /// Floats from one channel's planes to the next.
     var channelStride: Int { strideH * strideW * planeSize }
+    /// Floats of one output channel of a block's grid.
+    var gridSize: Int { blockRows * width }
 
     /// B's row offsets for `channels` input channels: tap (c, ky, kx) in the weights' order.
     func rowOffsets(channels: Int, _ p: Conv2DParameters) -> [Int] {
@@ -185,23 +205,23 @@ struct PhasePlanes: Sendable {
         return rows
     }
 
-    /// Writes the planes of input channels `channels` of x [C, H, W].
-    func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, channels: Range<Int>, _ p: Conv2DParameters) {
-        for c in channels {
+    /// Writes the planes of the block starting at output row `first` from x [C, H, W].
+    func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, outputRows first: Int, _ p: Conv2DParameters) {
+        for c in 0..<channels {
             for py in 0..<strideH {
                 for px in 0..<strideW {
                     let out = planes + c * channelStride + (py * strideW + px) * planeSize
                     // Input columns ix = col · sW + px − padW in [0, w) for col in lo..<hi.
-                    let lo = min(width, max(0, (p.padW - px + strideW - 1) / strideW))
-                    let hi = max(lo, min(width, (w - 1 + p.padW - px) / strideW + 1))
+                    let lo = min(width, max(0, (padW - px + strideW - 1) / strideW))
+                    let hi = max(lo, min(width, (w - 1 + padW - px) / strideW + 1))
                     for row in 0..<height {
-                        let o = out + row * width, iy = row * strideH + py - p.padH
+                        let o = out + row * width, iy = (first + row) * strideH + py - padH
                         guard iy >= 0 && iy < h else {
                             o.initialize(repeating: 0, count: width)
                             continue
                         }
                         o.initialize(repeating: 0, count: lo)
-                        let src = x + (c * h + iy) * w + lo * strideW + px - p.padW
+                        let src = x + (c * h + iy) * w + lo * strideW + px - padW
                         var i = 0
                         if strideW == 1 {
                             (o + lo).initialize(from: src, count: hi - lo)
@@ -237,18 +257,18 @@ struct Offsets: Sendable {
     var pointer: UnsafePointer<Int> { UnsafePointer(bitPattern: bits)! }
 }
 
-/// Depthwise convolution (groups == Cin == Cout) of channels `channels` of one image from their
-/// phase planes: y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes),
+/// Depthwise convolution (groups == Cin == Cout) of channels `channels`, output rows `rows` of
+/// one image from their phase planes (the block starting at `rows.lowerBound`): y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes),
 /// with `taps` the offsets of `PhasePlanes.rowOffsets(channels: 1, …)`. Every tap of a
 /// 48- or 16-column run of an output row is summed in registers and stored once.
 func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps: UnsafePointer<Int>,
                      weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, channels: Range<Int>,
-                     ho: Int, wo: Int, _ epilogue: Epilogue) {
+                     rows: Range<Int>, ho: Int, wo: Int, _ epilogue: Epilogue) {
     let count = phases.taps
     for c in channels {
         let wc = weight + c * count
-        for oy in 0..<ho {
-            let row = planes + c * phases.channelStride + oy * phases.width, out = c * ho * wo + oy * wo
+        for oy in rows {
+            let row = planes + c * phases.channelStride + (oy - rows.lowerBound) * phases.width, out = c * ho * wo + oy * wo
             func run<R: TileRow>(_: R.Type, at ox: Int) {
                 var acc = R()
                 for t in 0..<count { acc.add(wc[t], times: R(loading: row + taps[t] + ox)) }
