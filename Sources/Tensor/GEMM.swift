@@ -61,6 +61,25 @@ struct Epilogue {
         if let residual { y += residual.vec16(offset) }
         c.store(y, at: offset)
     }
+
+    /// The rest of `store` for `width` floats at `offset` of `c` holding sum + bias: the
+    /// activation, then the residual. GEMM tiles store their sums first and finish here: exp is
+    /// a call, and a call with 24 accumulators live would spill them all.
+    @inline(__always)
+    func finish(at offset: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
+        var i = offset
+        while i < offset + width {
+            var y = c.vec16(i)
+            switch activation {
+            case .none: break
+            case .silu: y = silu(y)
+            case .sigmoid: y = sigmoid(y)
+            }
+            if let residual { y += residual.vec16(i) }
+            c.store(y, at: i)
+            i += 16
+        }
+    }
 }
 
 /// C[M, N] = epilogue(A · B) for A packed as one group's `ConvWeights` panels and B [K, N] read
@@ -120,14 +139,19 @@ func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Floa
 
 /// 16 · w adjacent floats of one row, held in registers.
 protocol TileRow {
+    /// Floats per row.
+    static var width: Int { get }
     init()
     init(loading p: UnsafePointer<Float>)
     /// self += a · b, lane by lane (fused multiply-add).
     mutating func add(_ a: Float, times b: Self)
     func store(row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>, _ epilogue: Epilogue)
+    /// Stores the row plus `bias`.
+    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>)
 }
 
 struct Row48: TileRow {
+    static var width: Int { 48 }
     var v0 = Vec16(), v1 = Vec16(), v2 = Vec16()
     init() {}
 
@@ -148,9 +172,17 @@ struct Row48: TileRow {
         epilogue.store(v1, row: row, at: offset + 16, into: c)
         epilogue.store(v2, row: row, at: offset + 32, into: c)
     }
+
+    @inline(__always)
+    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) {
+        c.store(v0 + bias, at: offset)
+        c.store(v1 + bias, at: offset + 16)
+        c.store(v2 + bias, at: offset + 32)
+    }
 }
 
 struct Row16: TileRow {
+    static var width: Int { 16 }
     var v0 = Vec16()
     init() {}
 
@@ -164,6 +196,9 @@ struct Row16: TileRow {
     func store(row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>, _ epilogue: Epilogue) {
         epilogue.store(v0, row: row, at: offset, into: c)
     }
+
+    @inline(__always)
+    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0 + bias, at: offset) }
 }
 
 /// Rows `rows` (at most 8; the panel's padding rows are computed and dropped) of C, columns
@@ -187,7 +222,10 @@ func tile<R: TileRow>(_: R.Type, k: Int, a: UnsafePointer<Float>, b: UnsafePoint
     }
     @inline(__always) func put(_ r: R, _ i: Int) {
         let row = rows.lowerBound + i
-        if row < rows.upperBound { r.store(row: row, at: row * ldc + column, into: c, epilogue) }
+        if row < rows.upperBound { r.store(adding: epilogue.bias[row], at: row * ldc + column, into: c) }
     }
     put(r0, 0); put(r1, 1); put(r2, 2); put(r3, 3); put(r4, 4); put(r5, 5); put(r6, 6); put(r7, 7)
+    if epilogue.activation != .none || epilogue.residual != nil {
+        for row in rows { epilogue.finish(at: row * ldc + column, width: R.width, in: c) }
+    }
 }
