@@ -11,15 +11,26 @@ public func concat(_ parts: [Tensor], axis: Int) -> Tensor {
     let outer = shape0[..<axis].reduce(1, *), inner = shape0[(axis + 1)...].reduce(1, *)
     var shape = shape0
     shape[axis] = parts.reduce(0) { $0 + $1.shape[axis] }
-    var scalars = [Float]()
-    scalars.reserveCapacity(shape.reduce(1, *))
-    for o in 0..<outer {
-        for t in parts {
-            let block = t.shape[axis] * inner
-            scalars.append(contentsOf: t.scalars[(o * block)..<((o + 1) * block)])
+    return Tensor(shape: shape) { y in
+        var offset = 0
+        for o in 0..<outer {
+            for t in parts {
+                let block = t.shape[axis] * inner
+                t.scalars.withUnsafeBufferPointer { copy($0.baseAddress! + o * block, y.baseAddress! + offset, count: block) }
+                offset += block
+            }
         }
     }
-    return Tensor(shape: shape, scalars: scalars)
+}
+
+/// dst[0..<count] = src[0..<count], split over the threads when it is large (a single thread
+/// does not saturate this machine's memory bandwidth).
+func copy(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count: Int) {
+    let parts = Parallel.ranges(count, parts: count >= 1 << 15 ? Parallel.width : 1, align: 16)
+    let (s, d) = (Address(src), Address(dst))
+    Parallel.forEach(parts.count) { t in
+        (d.pointer + parts[t].lowerBound).initialize(from: s.pointer + parts[t].lowerBound, count: parts[t].count)
+    }
 }
 
 /// Splits along `axis` into parts of the given sizes (their sum must be the axis length).
@@ -32,14 +43,14 @@ public func split(_ x: Tensor, sizes: [Int], axis: Int) -> [Tensor] {
     return sizes.map { size in
         var shape = x.shape
         shape[axis] = size
-        var scalars = [Float]()
-        scalars.reserveCapacity(outer * size * inner)
-        for o in 0..<outer {
-            let base = o * row + start * inner
-            scalars.append(contentsOf: x.scalars[base..<(base + size * inner)])
+        defer { start += size }
+        return Tensor(shape: shape) { y in
+            x.scalars.withUnsafeBufferPointer { xb in
+                for o in 0..<outer {
+                    copy(xb.baseAddress! + o * row + start * inner, y.baseAddress! + o * size * inner, count: size * inner)
+                }
+            }
         }
-        start += size
-        return Tensor(shape: shape, scalars: scalars)
     }
 }
 

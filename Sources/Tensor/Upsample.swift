@@ -4,16 +4,18 @@ public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
     precondition(x.rank == 4 && scale >= 1, "upsampleNearest: x \(x.shape), scale \(scale)")
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let wo = w * scale
+    let parts = Parallel.ranges(n * c * h, parts: n * c * h * wo >= 1 << 15 ? Parallel.width : 1)
     return Tensor(shape: [n, c, h * scale, wo]) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
-            var src = xb.baseAddress!, dst = yb.baseAddress!
-            for _ in 0..<(n * c * h) {
-                for ix in 0..<w {
-                    (dst + ix * scale).initialize(repeating: src[ix], count: scale)
+            let (xa, ya) = (Address(xb.baseAddress!), Address(yb.baseAddress!))
+            Parallel.forEach(parts.count) { t in
+                for row in parts[t] {
+                    let src = xa.pointer + row * w, dst = ya.pointer + row * wo * scale
+                    for ix in 0..<w {
+                        (dst + ix * scale).initialize(repeating: src[ix], count: scale)
+                    }
+                    for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
                 }
-                for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
-                src += w
-                dst += wo * scale
             }
         }
     }
