@@ -26,11 +26,9 @@ struct Attention: Sendable {
         let (c, h, wd) = (x.shape[1], x.shape[2], x.shape[3])
         let n = h * wd
         // qkv: [1, heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
-        let parts = split(qkv(x).reshaped([heads, 2 * keyDim + headDim, n]), sizes: [keyDim, keyDim, headDim], axis: 1)
-        let (q, k, v) = (parts[0], parts[1], parts[2])
-        var attn = matmul(q, k, transposeA: true, alpha: scale)  // [heads, N, N]
-        attn = softmax(attn)
-        let out = matmul(v, attn, transposeB: true)  // [heads, headDim, N]
+        let qkv = qkv(x).reshaped([heads, 2 * keyDim + headDim, n])
+        let out = attention(qkv, keyDim: keyDim, headDim: headDim, scale: scale)  // [heads, headDim, N]
+        let v = split(qkv, sizes: [2 * keyDim, headDim], axis: 1)[1]
         return proj(pe(v.reshaped([1, c, h, wd]), residual: out.reshaped([1, c, h, wd])), residual: residual)
     }
 }

@@ -1,0 +1,100 @@
+/// Multi-head self-attention over N positions, the core of Ultralytics' `Attention`: per head,
+/// with q, k: [keyDim, N] and v: [headDim, N] the head's rows of `qkv`,
+/// out[d][j] = Σ_i v[d][i] · p[i][j], where p[·][j] = softmax over keys i of scale · q[·][j] · k[·][i]
+/// (Ultralytics: `v @ softmax((qᵀ @ k) * scale, dim=-1)ᵀ`).
+///
+/// - qkv: [heads, 2 · keyDim + headDim, N]. Returns [heads, headDim, N].
+///
+/// Both products run on `packedGEMM` with the scores kept transposed (keys × queries), so the
+/// second product reads them as they lie and every thread takes whole query columns through
+/// all three steps: scores, softmax down each column, then the weighted sum of v.
+public func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
+    precondition(qkv.rank == 3 && keyDim > 0 && headDim > 0 && qkv.shape[1] == 2 * keyDim + headDim,
+                 "attention: qkv \(qkv.shape) with keyDim \(keyDim), headDim \(headDim)")
+    let (heads, rowsPerHead, n) = (qkv.shape[0], qkv.shape[1], qkv.shape[2])
+    let keyPanels = (n + 7) / 8 * keyDim * 8, valuePanels = (headDim + 7) / 8 * n * 8
+    let queryRows = (0..<keyDim).map { $0 * n }, scoreRows = (0..<n).map { $0 * n }
+    let zeros = [Float](repeating: 0, count: max(n, headDim))
+    let parts = Parallel.ranges(n, parts: Parallel.width, align: 48)
+    return Tensor(shape: [heads, headDim, n]) { out in
+        qkv.scalars.withUnsafeBufferPointer { src in
+            // kᵀ and v as GEMM panels of 8 rows (keys, value channels), zero-padded.
+            let panels = UnsafeMutablePointer<Float>.allocate(capacity: keyPanels + valuePanels)
+            let scores = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
+            defer { panels.deallocate(); scores.deallocate() }
+            let (pa, sa, oa) = (Address(panels), Address(scores), Address(out.baseAddress!))
+            queryRows.withUnsafeBufferPointer { qr in
+            scoreRows.withUnsafeBufferPointer { sr in
+            zeros.withUnsafeBufferPointer { zb in
+                let (qra, sra, za) = (Offsets(qr.baseAddress!), Offsets(sr.baseAddress!), Address(zb.baseAddress!))
+                for h in 0..<heads {
+                    let q = src.baseAddress! + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
+                    panels.initialize(repeating: 0, count: keyPanels + valuePanels)
+                    for i in 0..<n {
+                        for d in 0..<keyDim { panels[((i / 8) * keyDim + d) * 8 + i % 8] = k[d * n + i] }
+                    }
+                    for d in 0..<headDim {
+                        for i in 0..<n { panels[keyPanels + ((d / 8) * n + i) * 8 + d % 8] = v[d * n + i] }
+                    }
+                    let qa = Address(q)
+                    Parallel.forEach(parts.count) { t in
+                        let cols = parts[t], s = sa.pointer + cols.lowerBound
+                        let none = Epilogue(bias: za.pointer, activation: .none, residual: nil)
+                        packedGEMM(pa.pointer, m: n, k: keyDim, b: qa.pointer + cols.lowerBound, rows: qra.pointer,
+                                   n: cols.count, c: s, ldc: n, none)
+                        softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
+                        packedGEMM(pa.pointer + keyPanels, m: headDim, k: n, b: s, rows: sra.pointer, n: cols.count,
+                                   c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none)
+                    }
+                }
+            }
+            }
+            }
+        }
+    }
+}
+
+/// In place, for each of `count` columns of a [rows, stride] matrix: x ← softmax(scale · x)
+/// down the column, 16 columns at a time, with `softmaxRow`'s order of operations (max, then
+/// exp(x − max) summed in row order, then times 1 / sum).
+func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float) {
+    var j = 0
+    while j < count {
+        // The last < 16 columns go through padded vectors.
+        let lanes = min(16, count - j)
+        @inline(__always) func load(_ i: Int) -> Vec16 {
+            if lanes == 16 { return p.vec16(i * stride + j) }
+            var v = Vec16()
+            for l in 0..<lanes { v[l] = p[i * stride + j + l] }
+            return v
+        }
+        @inline(__always) func store(_ v: Vec16, _ i: Int) {
+            if lanes == 16 { return p.store(v, at: i * stride + j) }
+            for l in 0..<lanes { p[i * stride + j + l] = v[l] }
+        }
+        var m = Vec16(repeating: -.infinity)
+        for i in 0..<rows {
+            let x = load(i) * scale
+            m = pointwiseMax(m, x)
+            store(x, i)
+        }
+        var sum = Vec16()
+        for i in 0..<rows {
+            let e = exp(load(i) - m)
+            sum += e
+            store(e, i)
+        }
+        let r = 1 / sum
+        for i in 0..<rows { store(load(i) * r, i) }
+        j += 16
+    }
+}
+
+extension Reference {
+    /// Through `Reference.matmul` and `Reference.softmax`, as Ultralytics writes it.
+    public static func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
+        let parts = split(qkv, sizes: [keyDim, keyDim, headDim], axis: 1)
+        let scores = softmax(matmul(parts[0], parts[1], transposeA: true, alpha: scale))
+        return matmul(parts[2], scores, transposeB: true)
+    }
+}
