@@ -75,7 +75,7 @@ func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, co
         var m = Vec16(repeating: -.infinity)
         for i in 0..<rows {
             let x = load(i) * scale
-            m = pointwiseMax(m, x)
+            m = maximum(m, x)
             store(x, i)
         }
         var sum = Vec16()

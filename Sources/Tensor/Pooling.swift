@@ -1,8 +1,8 @@
 /// Max pooling with -∞ padding, as PyTorch's `MaxPool2d`.
 /// x: [N, C, H, W] → [N, C, Ho, Wo] with Ho = (H + 2·padding − kernel) / stride + 1.
 ///
-/// Stride 1 (SPPF's 5/1/2) uses separability: a horizontal max over each padded row, then a
-/// vertical max over rows, 16 lanes at a time. Max is exact, so the result equals the
+/// Stride 1 (SPPF's 5/1/2) uses separability: a horizontal max over the padded plane, then a
+/// vertical max, 16 lanes at a time. Max is exact, so the result equals the
 /// direct window scan bit for bit. Other strides scan each window directly.
 public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Tensor {
     precondition(x.rank == 4 && kernel > 0 && stride > 0 && padding >= 0 && padding * 2 <= kernel,
@@ -17,23 +17,23 @@ public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Te
             Parallel.forEach(planes.count) { part in
                 let xp = xa.pointer, yp = ya.pointer
                 if stride == 1 {
-                    let pw = w + 2 * padding
-                    let padded = UnsafeMutablePointer<Float>.allocate(capacity: pw)
-                    let rows = UnsafeMutablePointer<Float>.allocate(capacity: h * wo)
-                    defer { padded.deallocate(); rows.deallocate() }
-                    padded.initialize(repeating: -.infinity, count: pw)
+                    // The plane padded with −∞ on every side, flattened: a window's row is `kernel`
+                    // consecutive floats and its column `kernel` floats a padded row apart, so both
+                    // passes run 16 flat positions at a time; positions past a row's last output
+                    // mix two rows and are never read back.
+                    let (pw, ph) = (w + 2 * padding, h + 2 * padding)
+                    let padded = UnsafeMutablePointer<Float>.allocate(capacity: 2 * ph * pw)
+                    let rows = padded + ph * pw
+                    defer { padded.deallocate() }
+                    padded.initialize(repeating: -.infinity, count: 2 * ph * pw)
                     for plane in planes[part] {
                         let src = xp + plane * h * w, dst = yp + plane * ho * wo
-                        for iy in 0..<h {
-                            (padded + padding).update(from: src + iy * w, count: w)
-                            maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows + iy * wo, count: wo)
-                        }
-                        for oy in 0..<ho {
-                            // Window rows oy − padding ..< oy − padding + kernel, clipped to the image.
-                            let top = max(0, oy - padding), bottom = min(h, oy - padding + kernel)
-                            maxOfShifted(UnsafePointer(rows + top * wo), step: wo, taps: bottom - top,
-                                         into: dst + oy * wo, count: wo)
-                        }
+                        for iy in 0..<h { (padded + (iy + padding) * pw + padding).update(from: src + iy * w, count: w) }
+                        maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows, count: ph * pw - kernel + 1)
+                        maxOfShifted(UnsafePointer(rows), step: pw, taps: kernel, into: padded, count: ho * pw)
+                        for oy in 0..<ho { (dst + oy * wo).update(from: padded + oy * pw, count: wo) }
+                        // The next plane's fill overwrites only the interior: restore the −∞ frame.
+                        padded.update(repeating: -.infinity, count: ho * pw)
                     }
                 } else {
                     for plane in planes[part] {
@@ -66,7 +66,7 @@ private func maxOfShifted(_ src: UnsafePointer<Float>, step: Int, taps: Int,
     var i = 0
     while i + 16 <= count {
         var m = src.vec16(i)
-        for t in 1..<max(taps, 1) { m = pointwiseMax(m, src.vec16(i + t * step)) }
+        for t in 1..<max(taps, 1) { m = maximum(m, src.vec16(i + t * step)) }
         out.store(m, at: i)
         i += 16
     }

@@ -21,7 +21,7 @@ public func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
     var m = Vec16(repeating: -.infinity)
     var i = 0
     while i + 16 <= count {
-        m = pointwiseMax(m, row.vec16(i))
+        m = maximum(m, row.vec16(i))
         i += 16
     }
     var rowMax = m.max()

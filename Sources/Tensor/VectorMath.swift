@@ -43,6 +43,11 @@ public func exp(_ v: Vec16) -> Vec16 {
     return p * unsafeBitCast(bits, to: Vec16.self)
 }
 
+/// The larger of a and b per lane, as one `vmaxps` (the standard library's `pointwiseMax`
+/// runs lane by lane, to order NaNs and signed zeros). A NaN in b gives a's lane.
+@inlinable @inline(__always)
+func maximum(_ a: Vec16, _ b: Vec16) -> Vec16 { a.replacing(with: b, where: b .> a) }
+
 /// 1 / (1 + e⁻ˣ) per lane.
 @inlinable @inline(__always)
 public func sigmoid(_ x: Vec16) -> Vec16 { 1 / (1 + exp(-x)) }
