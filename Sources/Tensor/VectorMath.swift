@@ -27,18 +27,17 @@ public func exp(_ v: Vec16) -> Vec16 {
     // Adding 1.5·2²³ rounds x·log2(e) to the nearest integer (ties to even) and leaves it in the
     // low mantissa bits: n and 2ⁿ come out without a float→int conversion, which Swift's
     // generic SIMD conversion would do one lane at a time.
+    // Fused multiply-adds throughout (`addingProduct`; Swift does not contract a * b + c).
     let magic = Vec16(repeating: 12_582_912)
-    let t = x * 1.44269504088896341 + magic
+    let t = magic.addingProduct(x, Vec16(repeating: 1.44269504088896341))
     let n = t - magic
-    var r = x - n * 0.693359375
-    r = r - n * -2.12194440e-4
+    var r = x.addingProduct(n, Vec16(repeating: -0.693359375))
+    r = r.addingProduct(n, Vec16(repeating: 2.12194440e-4))
     var p = Vec16(repeating: 1.9875691500e-4)
-    p = p * r + 1.3981999507e-3
-    p = p * r + 8.3334519073e-3
-    p = p * r + 4.1665795894e-2
-    p = p * r + 1.6666665459e-1
-    p = p * r + 5.0000001201e-1
-    p = p * r * r + r + 1
+    for c: Float in [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1] {
+        p = Vec16(repeating: c).addingProduct(p, r)
+    }
+    p = (r + 1).addingProduct(p, r * r)
     let bits = (unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
     return p * unsafeBitCast(bits, to: Vec16.self)
 }
