@@ -247,11 +247,28 @@ struct Detect: Sendable {
     /// (box, score, class, extras).
     private func topK(_ decoded: Tensor, _ probs: Tensor, _ selection: HeadSelection) -> Tensor {
         let a = decoded.shape[1], k = min(selection.maxDetections, a), e = decoded.shape[0] - 4
-        var best = [Float](repeating: -.infinity, count: a), label = [Int](repeating: 0, count: a)
-        for c in 0..<nc {
-            for i in 0..<a where probs.scalars[c * a + i] > best[i] {
-                best[i] = probs.scalars[c * a + i]
-                label[i] = c
+        // Each anchor's best class (the first on ties), 16 anchors at a time.
+        var best = [Float](repeating: -.infinity, count: a), label = [Int32](repeating: 0, count: a)
+        probs.scalars.withUnsafeBufferPointer { p in
+            best.withUnsafeMutableBufferPointer { b in
+                label.withUnsafeMutableBufferPointer { l in
+                    var i = 0
+                    while i + 16 <= a {
+                        var m = SIMD16<Float>(repeating: -.infinity), arg = SIMD16<Int32>(repeating: 0)
+                        for c in 0..<nc {
+                            let v = UnsafeRawPointer(p.baseAddress! + c * a + i).loadUnaligned(as: SIMD16<Float>.self)
+                            let better = v .> m
+                            m.replace(with: v, where: better)
+                            arg.replace(with: Int32(c), where: better)
+                        }
+                        UnsafeMutableRawPointer(b.baseAddress! + i).storeBytes(of: m, as: SIMD16<Float>.self)
+                        UnsafeMutableRawPointer(l.baseAddress! + i).storeBytes(of: arg, as: SIMD16<Int32>.self)
+                        i += 16
+                    }
+                    for c in 0..<nc {
+                        for j in i..<a where p[c * a + j] > b[j] { (b[j], l[j]) = (p[c * a + j], Int32(c)) }
+                    }
+                }
             }
         }
         let anchors = topIndices(best, k)
