@@ -169,14 +169,18 @@ struct PhasePlanes: Sendable {
     /// Kernel taps per channel.
     let taps: Int
 
-    /// Blocks of about 256 K floats of planes (1 MB, this CPU's L2; 64 K floats ran 1.5 ms
-    /// slower per yolo26n inference), at least one per thread.
+    /// Blocks of at most about 256 K floats of planes (1 MB, this CPU's L2; 64 K floats ran
+    /// 1.5 ms slower per yolo26n inference).
     init(channels: Int, h: Int, w: Int, ho: Int, threads: Int, _ p: Conv2DParameters) {
         (strideH, strideW, padH, padW, self.h, self.w, self.channels) = (p.strideH, p.strideW, p.padH, p.padW, h, w, channels)
         width = (w + 2 * p.padW + p.strideW - 1) / p.strideW
         let reach = (p.kernelH - 1) / p.strideH
         let perRow = channels * p.strideH * p.strideW * width
-        blockRows = max(1, min((ho + threads - 1) / threads, (1 << 18) / perRow - reach))
+        // As many blocks as the budget needs, rounded up to a multiple of the threads so each
+        // gets the same share (5 blocks on 2 threads left the first layer 3:2 unbalanced).
+        let fitting = max(1, (1 << 18) / perRow - reach)
+        let blocks = ((ho + fitting - 1) / fitting + threads - 1) / threads * threads
+        blockRows = (ho + blocks - 1) / blocks
         blockCount = (ho + blockRows - 1) / blockRows
         height = blockRows + reach
         planeSize = (height + 1) * width

@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import Tensor
 
-/// `yolo-bench sgemm`: the GFLOP/s of OpenBLAS's sgemm through the Swift wrapper, per thread count.
+/// `yolo-bench sgemm`: the GFLOP/s of OpenBLAS's sgemm through the Swift wrapper, per thread
+/// count, beside yolo-swift's own GEMM (the one convolutions run on) doing the same product as a
+/// 1×1 convolution: weights [M, K], input [K, N], no bias or activation.
 struct SGEMMBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sgemm", abstract: "Measure single-precision GEMM throughput (row-major C = A·B).")
@@ -31,13 +33,15 @@ struct SGEMMBench: ParsableCommand {
         let threadCounts = try parseThreads(threads)
         try BLAS.load()
         print("OpenBLAS core: \(BLAS.coreName), CPU: \(CPU.modelName) (\(CPU.simdLevel))")
-        print("| M | N | K | threads | median ms | GFLOP/s |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("| M | N | K | threads | OpenBLAS ms | GFLOP/s | yolo-swift ms | GFLOP/s |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for (m, n, k) in shapes {
             for t in threadCounts {
-                let ms = medianSGEMMMilliseconds(m: m, n: n, k: k, threads: t, iters: iters)
-                let gflops = 2 * Double(m) * Double(n) * Double(k) / (ms * 1e6)
-                print("| \(m) | \(n) | \(k) | \(t) | \(String(format: "%.3f", ms)) | \(String(format: "%.1f", gflops)) |")
+                let flop = 2 * Double(m) * Double(n) * Double(k)
+                let blas = medianSGEMMMilliseconds(m: m, n: n, k: k, threads: t, iters: iters)
+                let ours = medianConvGEMMMilliseconds(m: m, n: n, k: k, threads: t, iters: iters)
+                print("| \(m) | \(n) | \(k) | \(t) | \(String(format: "%.3f", blas)) | \(String(format: "%.1f", flop / (blas * 1e6))) "
+                      + "| \(String(format: "%.3f", ours)) | \(String(format: "%.1f", flop / (ours * 1e6))) |")
             }
         }
     }
@@ -60,6 +64,21 @@ func medianSGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -
             }
         }
         if i >= 2 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6) }
+    }
+    return samples.sorted()[samples.count / 2]
+}
+
+/// Median wall time of `iters` 1×1 convolutions computing the same product, after two warm-up runs.
+func medianConvGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -> Double {
+    BLAS.threads = threads
+    let weight = ConvWeights(Tensor(shape: [m, k, 1, 1], scalars: [Float](repeating: 0.5, count: m * k)), groups: 1)
+    let x = Tensor(shape: [1, k, 1, n], scalars: [Float](repeating: 0.25, count: k * n))
+    var samples = [Double]()
+    for i in 0..<(iters + 2) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let y = conv2d(x, weight: weight, bias: nil, Conv2DParameters(kernel: 1))
+        if i >= 2 { samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6) }
+        precondition(y.count == m * n)
     }
     return samples.sorted()[samples.count / 2]
 }
