@@ -276,7 +276,8 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
             func run<R: TileRow>(_: R.Type, at ox: Int) {
                 var acc = R()
                 for t in 0..<count { acc.add(wc[t], times: R(loading: row + taps[t] + ox)) }
-                acc.store(row: c, at: out + ox, into: y, epilogue)
+                acc.store(adding: epilogue.bias[c], at: out + ox, into: y)
+                epilogue.finish(at: out + ox, width: R.width, in: y)
             }
             var ox = 0
             while ox + 48 <= wo {

@@ -44,37 +44,27 @@ struct Epilogue {
     let activation: Activation
     let residual: UnsafePointer<Float>?
 
-    /// activation(sum + bias of `row`).
     @inline(__always)
-    func apply(_ sum: Vec16, row: Int) -> Vec16 {
-        let y = sum + bias[row]
+    func activate(_ y: Vec16) -> Vec16 {
         switch activation {
-        case .none: return y
-        case .silu: return silu(y)
-        case .sigmoid: return sigmoid(y)
+        case .none: y
+        case .silu: silu(y)
+        case .sigmoid: sigmoid(y)
         }
     }
 
+    /// activation(sum + bias of `row`).
     @inline(__always)
-    func store(_ sum: Vec16, row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>) {
-        var y = apply(sum, row: row)
-        if let residual { y += residual.vec16(offset) }
-        c.store(y, at: offset)
-    }
+    func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// The rest of `store` for `width` floats at `offset` of `c` holding sum + bias: the
-    /// activation, then the residual. GEMM tiles store their sums first and finish here: exp is
-    /// a call, and a call with 24 accumulators live would spill them all.
+    /// Finishes `width` floats at `offset` of `c` holding sum + bias: the activation, then the
+    /// residual. Kernels store their sums first and finish here: exp is a call, and a call with
+    /// a GEMM tile's 24 accumulators live would spill them all.
     @inline(__always)
     func finish(at offset: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
         var i = offset
         while i < offset + width {
-            var y = c.vec16(i)
-            switch activation {
-            case .none: break
-            case .silu: y = silu(y)
-            case .sigmoid: y = sigmoid(y)
-            }
+            var y = activate(c.vec16(i))
             if let residual { y += residual.vec16(i) }
             c.store(y, at: i)
             i += 16
@@ -145,7 +135,6 @@ protocol TileRow {
     init(loading p: UnsafePointer<Float>)
     /// self += a · b, lane by lane (fused multiply-add).
     mutating func add(_ a: Float, times b: Self)
-    func store(row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>, _ epilogue: Epilogue)
     /// Stores the row plus `bias`.
     func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>)
 }
@@ -167,13 +156,6 @@ struct Row48: TileRow {
     }
 
     @inline(__always)
-    func store(row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>, _ epilogue: Epilogue) {
-        epilogue.store(v0, row: row, at: offset, into: c)
-        epilogue.store(v1, row: row, at: offset + 16, into: c)
-        epilogue.store(v2, row: row, at: offset + 32, into: c)
-    }
-
-    @inline(__always)
     func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) {
         c.store(v0 + bias, at: offset)
         c.store(v1 + bias, at: offset + 16)
@@ -191,11 +173,6 @@ struct Row16: TileRow {
 
     @inline(__always)
     mutating func add(_ a: Float, times b: Row16) { v0 = v0.addingProduct(Vec16(repeating: a), b.v0) }
-
-    @inline(__always)
-    func store(row: Int, at offset: Int, into c: UnsafeMutablePointer<Float>, _ epilogue: Epilogue) {
-        epilogue.store(v0, row: row, at: offset, into: c)
-    }
 
     @inline(__always)
     func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0 + bias, at: offset) }
