@@ -108,10 +108,15 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                         continue
                     }
                     let parts = Parallel.ranges(phases.blockCount, parts: threads)
+                    // Each thread's planes and staging, allocated here: from worker threads they
+                    // came from glibc's per-thread arenas, each keeping its own freed pages.
+                    let perThread = phases.count + (cropped ? cout * phases.gridSize : 0)
+                    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * perThread)
+                    defer { buffers.deallocate() }
+                    let scratch = Address(buffers)
                     Parallel.forEach(parts.count) { t in
-                        let planes = UnsafeMutablePointer<Float>.allocate(capacity: phases.count)
-                        let staging = cropped ? UnsafeMutablePointer<Float>.allocate(capacity: cout * phases.gridSize) : nil
-                        defer { planes.deallocate(); staging?.deallocate() }
+                        let planes = scratch.pointer + t * perThread
+                        let staging = cropped ? planes + phases.count : nil
                         for block in parts[t] {
                             let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
                             phases.fill(planes, from: xa.pointer, outputRows: first, p)
