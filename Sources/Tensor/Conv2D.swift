@@ -284,15 +284,7 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
                 acc.store(adding: epilogue.bias[c], at: out + ox, into: y)
                 epilogue.finish(at: out + ox, width: R.width, in: y)
             }
-            var ox = 0
-            while ox + 48 <= wo {
-                run(Row48.self, at: ox)
-                ox += 48
-            }
-            while ox + 16 <= wo {
-                run(Row16.self, at: ox)
-                ox += 16
-            }
+            let ox = columnRuns(wo, { run(Row48.self, at: $0) }, { run(Row16.self, at: $0) })
             guard ox < wo else { continue }
             // The last < 16 columns: lanes gathered one by one, the same math on a padded vector.
             var sum = Vec16()

@@ -89,15 +89,7 @@ func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Floa
                  c: c, ldc: ldc, column: j, epilogue)
         }
     }
-    var j = 0
-    while j + 48 <= n {
-        strip(Row48.self, at: j)
-        j += 48
-    }
-    while j + 16 <= n {
-        strip(Row16.self, at: j)
-        j += 16
-    }
+    let j = columnRuns(n, { strip(Row48.self, at: $0) }, { strip(Row16.self, at: $0) })
     guard j < n else { return }
     // The last n − j < 16 columns: through zero-padded copies of B and C, bias and activation
     // there, the residual on the way out.
@@ -125,6 +117,22 @@ func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Floa
             }
         }
     }
+}
+
+/// Calls `run48(j)` for the 48-column runs of 0..<n, then `run16(j)` for 16-column ones, and
+/// returns where the last < 16 columns start.
+@inline(__always)
+func columnRuns(_ n: Int, _ run48: (Int) -> Void, _ run16: (Int) -> Void) -> Int {
+    var j = 0
+    while j + 48 <= n {
+        run48(j)
+        j += 48
+    }
+    while j + 16 <= n {
+        run16(j)
+        j += 16
+    }
+    return j
 }
 
 /// 16 · w adjacent floats of one row, held in registers.
