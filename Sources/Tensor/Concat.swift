@@ -26,7 +26,8 @@ public func concat(_ parts: [Tensor], axis: Int) -> Tensor {
 /// dst[0..<count] = src[0..<count], split over the threads when it is large (a single thread
 /// does not saturate this machine's memory bandwidth).
 func copy(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count: Int) {
-    let parts = Parallel.ranges(count, parts: count >= 1 << 15 ? Parallel.width : 1, align: 16)
+    guard count >= 1 << 15 && Parallel.width > 1 else { return dst.initialize(from: src, count: count) }
+    let parts = Parallel.ranges(count, parts: Parallel.width, align: 16)
     let (s, d) = (Address(src), Address(dst))
     Parallel.forEach(parts.count) { t in
         (d.pointer + parts[t].lowerBound).initialize(from: s.pointer + parts[t].lowerBound, count: parts[t].count)

@@ -272,29 +272,26 @@ struct Detect: Sendable {
             }
         }
         let anchors = topIndices(best, k)
-        if selection.agnostic {
+        /// Rows of (box, score, class, extras) for anchors `i`.
+        func rows(_ picks: [(anchor: Int, score: Float, label: Int)]) -> Tensor {
             var rows = [Float]()
             rows.reserveCapacity(k * (6 + e))
-            for i in anchors {
-                rows += (0..<4).map { decoded.scalars[$0 * a + i] }
-                rows += [best[i], Float(label[i])]
-                rows += (0..<e).map { decoded.scalars[(4 + $0) * a + i] }
+            for (i, score, label) in picks {
+                for r in 0..<4 { rows.append(decoded.scalars[r * a + i]) }
+                rows.append(score)
+                rows.append(Float(label))
+                for r in 0..<e { rows.append(decoded.scalars[(4 + r) * a + i]) }
             }
             return Tensor(shape: [1, k, 6 + e], scalars: rows)
+        }
+        if selection.agnostic {
+            return rows(anchors.map { ($0, best[$0], Int(label[$0])) })
         }
         var candidates = [Float](repeating: 0, count: k * nc)
         for (j, i) in anchors.enumerated() {
             for c in 0..<nc { candidates[j * nc + c] = probs.scalars[c * a + i] }
         }
-        var rows = [Float]()
-        rows.reserveCapacity(k * (6 + e))
-        for flat in topIndices(candidates, k) {
-            let i = anchors[flat / nc]
-            rows += (0..<4).map { decoded.scalars[$0 * a + i] }
-            rows += [candidates[flat], Float(flat % nc)]
-            rows += (0..<e).map { decoded.scalars[(4 + $0) * a + i] }
-        }
-        return Tensor(shape: [1, k, 6 + e], scalars: rows)
+        return rows(topIndices(candidates, k).map { (anchors[$0 / nc], candidates[$0], $0 % nc) })
     }
 }
 
