@@ -282,9 +282,9 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
                 var acc = R()
                 for t in 0..<count { acc.add(wc[t], times: R(loading: row + taps[t] + ox)) }
                 acc.store(adding: epilogue.bias[c], at: out + ox, into: y)
-                epilogue.finish(at: out + ox, width: R.width, in: y)
             }
             let ox = columnRuns(wo, { run(Row48.self, at: $0) }, { run(Row16.self, at: $0) })
+            epilogue.finish(rows: 0..<1, ldc: 0, column: out, width: ox, in: y)
             guard ox < wo else { continue }
             // The last < 16 columns: lanes gathered one by one, the same math on a padded vector.
             var sum = Vec16()

@@ -57,17 +57,22 @@ struct Epilogue {
     @inline(__always)
     func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// Finishes `width` floats at `offset` of `c` holding sum + bias: the activation, then the
-    /// residual. Kernels store their sums first and finish here: exp is a call, and a call with
-    /// a GEMM tile's 24 accumulators live would spill them all.
-    @inline(__always)
-    func finish(at offset: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
-        var i = offset
-        while i < offset + width {
-            var y = activate(c.vec16(i))
-            if let residual { y += residual.vec16(i) }
-            c.store(y, at: i)
-            i += 16
+    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors)
+    /// from `column`, holding sum + bias: the activation, then the residual. Kernels store
+    /// their sums first and finish here, a tile at a time, in a function of its own: inlined
+    /// into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into very large
+    /// functions), and a call with 24 accumulators live spilled them all.
+    @inline(never)
+    func finish(rows: Range<Int>, ldc: Int, column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
+        for row in rows {
+            var i = row * ldc + column
+            let end = i + width
+            while i < end {
+                var y = activate(c.vec16(i))
+                if let residual { y += residual.vec16(i) }
+                c.store(y, at: i)
+                i += 16
+            }
         }
     }
 }
@@ -211,6 +216,6 @@ func tile<R: TileRow>(_: R.Type, k: Int, a: UnsafePointer<Float>, b: UnsafePoint
     }
     put(r0, 0); put(r1, 1); put(r2, 2); put(r3, 3); put(r4, 4); put(r5, 5); put(r6, 6); put(r7, 7)
     if epilogue.activation != .none || epilogue.residual != nil {
-        for row in rows { epilogue.finish(at: row * ldc + column, width: R.width, in: c) }
+        epilogue.finish(rows: rows, ldc: ldc, column: column, width: R.width, in: c)
     }
 }
