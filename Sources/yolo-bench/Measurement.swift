@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Tensor
 import YOLONet
 
@@ -61,8 +62,22 @@ func layerMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int)
     return (samples, shapes)
 }
 
-/// sgemm throughput of a 1024³ product: the ceiling the per-layer GFLOP/s are compared with.
-func sgemmPeakGFLOPs(threads: Int) -> Double {
-    let n = 1024
-    return 2 * Double(n * n * n) / (medianSGEMMMilliseconds(m: n, n: n, k: n, threads: threads, iters: 10) * 1e6)
+/// OpenBLAS's sgemm throughput on a 1024³ product: the ceiling the per-layer GFLOP/s are
+/// compared with. Measured by `yolo-bench sgemm` in a child process: OpenBLAS keeps its
+/// packing buffers for the life of a process (4.5 MB here), and the peak RSS reported is the
+/// model's.
+func sgemmPeakGFLOPs(threads: Int) throws -> Double {
+    let process = Process(), output = Pipe()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+    process.arguments = ["sgemm", "--sizes", "1024x1024x1024", "--threads", "\(threads)", "--iters", "10"]
+    process.standardOutput = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    // | M | N | K | threads | OpenBLAS ms | GFLOP/s | yolo-swift ms | GFLOP/s |
+    guard process.terminationStatus == 0, let row = text.split(separator: "\n").last(where: { $0.hasPrefix("| 1024 |") }),
+          let gflops = Double(row.split(separator: "|")[5].trimmingCharacters(in: .whitespaces)) else {
+        throw BenchError("the sgemm peak measurement (yolo-bench sgemm in a child process) failed: \(text)")
+    }
+    return gflops
 }

@@ -60,7 +60,7 @@ struct ModelBench: ParsableCommand {
         let setup = BenchSetup(
             model: bench.name, weights: bench.file ?? "random", parameters: network.parameterCount,
             gflop: flops.reduce(0, +) / 1e9, imgsz: imgsz, iters: iters, warmup: warmup, repetitions: repetitions,
-            sgemmPeaks: threadCounts.map { ($0, sgemmPeakGFLOPs(threads: $0)) })
+            sgemmPeaks: try threadCounts.map { ($0, try sgemmPeakGFLOPs(threads: $0)) })
         var report = Report(format: output, setup: setup)
         report.begin()
         for repetition in 1...repetitions {
