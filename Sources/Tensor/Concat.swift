@@ -38,18 +38,25 @@ func copy(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count
 public func split(_ x: Tensor, sizes: [Int], axis: Int) -> [Tensor] {
     precondition(axis >= 0 && axis < x.rank && sizes.reduce(0, +) == x.shape[axis] && sizes.allSatisfy { $0 >= 0 },
                  "split: sizes \(sizes) along axis \(axis) of \(x.shape)")
-    let outer = x.shape[..<axis].reduce(1, *), inner = x.shape[(axis + 1)...].reduce(1, *)
-    let row = x.shape[axis] * inner
     var start = 0
     return sizes.map { size in
-        var shape = x.shape
-        shape[axis] = size
         defer { start += size }
-        return Tensor(shape: shape) { y in
-            x.scalars.withUnsafeBufferPointer { xb in
-                for o in 0..<outer {
-                    copy(xb.baseAddress! + o * row + start * inner, y.baseAddress! + o * size * inner, count: size * inner)
-                }
+        return slice(x, start..<(start + size), axis: axis)
+    }
+}
+
+/// The indices `range` of `axis`, copied.
+public func slice(_ x: Tensor, _ range: Range<Int>, axis: Int) -> Tensor {
+    precondition(axis >= 0 && axis < x.rank && range.lowerBound >= 0 && range.upperBound <= x.shape[axis],
+                 "slice: \(range) along axis \(axis) of \(x.shape)")
+    let outer = x.shape[..<axis].reduce(1, *), inner = x.shape[(axis + 1)...].reduce(1, *)
+    let row = x.shape[axis] * inner, size = range.count
+    var shape = x.shape
+    shape[axis] = size
+    return Tensor(shape: shape) { y in
+        x.scalars.withUnsafeBufferPointer { xb in
+            for o in 0..<outer {
+                copy(xb.baseAddress! + o * row + range.lowerBound * inner, y.baseAddress! + o * size * inner, count: size * inner)
             }
         }
     }

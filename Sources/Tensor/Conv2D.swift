@@ -53,8 +53,10 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
 /// GEMM reads them, and little memory). The GEMM runs over the planes' grid, whose rows are
 /// `width` ≥ Wo wide; when they are wider, the extra columns are dropped afterwards.
 /// 1×1 stride-1 unpadded convolutions read the input as it lies.
+///
+/// `reservingChannels`: storage for that many output channels, for `append` to fill in place.
 public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2DParameters,
-                   activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
+                   activation: Activation = .none, residual: Tensor? = nil, reservingChannels: Int = 0) -> Tensor {
     let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let cout = weight.shape[0]
     precondition(x.rank == 4, "conv2d: x \(x.shape)")
@@ -76,7 +78,7 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
     let cropped = phases.width != wo && !weight.isDepthwise
     let rows = direct ? (0..<cinG).map { $0 * h * w } : phases.rowOffsets(channels: cinG, p)
-    return Tensor(shape: [n, cout, ho, wo]) { yb in
+    return Tensor(shape: [n, cout, ho, wo], capacity: n * reservingChannels * plane) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
             weight.values.withUnsafeBufferPointer { wb in
               res.withUnsafeBufferPointer { rb in

@@ -28,7 +28,7 @@ struct Attention: Sendable {
         // qkv: [1, heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
         let qkv = qkv(x).reshaped([heads, 2 * keyDim + headDim, n])
         let out = attention(qkv, keyDim: keyDim, headDim: headDim, scale: scale)  // [heads, headDim, N]
-        let v = split(qkv, sizes: [2 * keyDim, headDim], axis: 1)[1]
+        let v = slice(qkv, (2 * keyDim)..<(2 * keyDim + headDim), axis: 1)
         return proj(pe(v.reshaped([1, c, h, wd]), residual: out.reshaped([1, c, h, wd])), residual: residual)
     }
 }

@@ -76,10 +76,15 @@ struct C3k2: Sendable {
         }
     }
 
+    /// cv1 writes into storage for every piece; each block's output is appended to it in place.
     func callAsFunction(_ x: Tensor) -> Tensor {
-        var pieces = split(cv1(x), sizes: [hidden, hidden], axis: 1)
-        for block in m { pieces.append(block(pieces[pieces.count - 1])) }
-        return cv2(concat(pieces, axis: 1))
+        var pieces = cv1(x, reservingChannels: (2 + m.count) * hidden)
+        var last = slice(pieces, hidden..<(2 * hidden), axis: 1)
+        for block in m {
+            last = block(last)
+            pieces.append(last, axis: 1)
+        }
+        return cv2(pieces)
     }
 }
 

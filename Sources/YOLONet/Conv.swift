@@ -22,9 +22,11 @@ package struct Conv: Sendable {
         try Conv(&source, prefix, c1, c2, k: k, s: s, g: gcd(c1, c2))
     }
 
-    /// The convolution, plus `residual` (same shape as the output) added after the activation.
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil) -> Tensor {
-        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual)
+    /// The convolution, plus `residual` (same shape as the output) added after the activation;
+    /// storage for `reservingChannels` output channels, for blocks that append to it.
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, reservingChannels: Int = 0) -> Tensor {
+        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual,
+               reservingChannels: reservingChannels)
     }
 
     /// Multiply-adds × 2 for an output of `outputShape`.
