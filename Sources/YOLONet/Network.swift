@@ -223,13 +223,25 @@ package struct Network: Sendable {
         var last = x
         for (i, node) in nodes.enumerated() {
             func input(_ j: Int) -> Tensor { j < 0 ? x : j == i - 1 ? last : outputs[j]! }
+            // A Concat whose first input is the layer just before it: that layer's output gets
+            // storage for the whole concatenation, and the Concat appends the rest in place.
+            var reserve = 0
+            if i + 1 < nodes.count, case .concat = nodes[i + 1].op, nodes[i + 1].from[0] == i,
+               !nodes[i + 1].from.dropFirst().contains(i) {
+                reserve = nodes[i + 1].channels
+            }
             let y: Tensor
             switch node.op {
-            case .conv(let m): y = m(input(node.from[0]))
+            case .conv(let m): y = m(input(node.from[0]), reservingChannels: reserve)
             case .c3k2(let m): y = m(input(node.from[0]))
             case .sppf(let m): y = m(input(node.from[0]))
             case .c2psa(let m): y = m(input(node.from[0]))
-            case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s)
+            case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s, reservingChannels: reserve)
+            case .concat where node.from[0] == i - 1 && !node.from.dropFirst().contains(i - 1):
+                var joined = last
+                last = x  // one reference left: `append` grows the storage in place
+                for j in node.from.dropFirst() { joined.append(input(j), axis: 1) }
+                y = joined
             case .concat: y = concat(node.from.map(input), axis: 1)
             case .detect(let head):
                 return head(node.from.map(input), strides: node.from.map { nodes[$0].stride }, selection: selection)
