@@ -33,8 +33,9 @@ package struct Network: Sendable {
     package let classCount: Int
     /// Channels of the input image.
     package let inputChannels: Int
-    /// Layers whose outputs later layers read.
-    let saved: Set<Int>
+    /// Layers whose outputs later layers read (other than the next one), with the last layer
+    /// that reads each: the output is dropped after it.
+    let saved: [Int: Int]
 
     /// The task the head performs: "detect", "segment", "pose", "obb" or "classify".
     package var task: String {
@@ -59,7 +60,7 @@ package struct Network: Sendable {
         let scale = arch.resolvedScale
         let hasC3k2 = arch.rows.contains { $0.module == "C3k2" }
         var nodes = [Node]()
-        var saved = Set<Int>()
+        var saved = [Int: Int]()
         for (i, row) in arch.rows.enumerated() {
             func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
             let from = row.from.map { $0 < 0 ? i + $0 : $0 }
@@ -67,7 +68,7 @@ package struct Network: Sendable {
                 throw fail("'from' \(row.from) must name earlier layers")
             }
             if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
-            for f in from where f >= 0 && f != i - 1 { saved.insert(f) }
+            for f in from where f >= 0 && f != i - 1 { saved[f] = i }
             let inChannels = from.map { $0 < 0 ? inputChannels : nodes[$0].channels }
             let inStride = from[0] < 0 ? 1 : nodes[from[0]].stride
             let c1 = inChannels[0]
@@ -249,7 +250,8 @@ package struct Network: Sendable {
                 return head(input(node.from[0]))
             }
             observe?(i, y)
-            if saved.contains(i) { outputs[i] = y }
+            for j in node.from where saved[j] == i { outputs[j] = nil }
+            if saved[i] != nil { outputs[i] = y }
             last = y
         }
         preconditionFailure("a Network always ends in its head")
