@@ -1,23 +1,34 @@
 import Foundation
 
-/// Softmax over the last axis: y = exp(x − max) / Σ exp(x − max), row by row.
-public func softmax(_ x: Tensor) -> Tensor {
-    precondition(x.rank >= 1 && x.shape.last! > 0, "softmax: shape \(x.shape)")
-    let len = x.shape.last!
+/// Softmax along `axis` (the last by default): y = exp(x − max) / Σ exp(x − max).
+/// Along the last axis row by row; along another, 16 columns at a time (`softmaxColumns`).
+public func softmax(_ x: Tensor, axis: Int = -1) -> Tensor {
+    let axis = axis < 0 ? x.rank + axis : axis
+    precondition(axis >= 0 && axis < x.rank && x.shape[axis] > 0, "softmax: axis \(axis) of shape \(x.shape)")
+    let len = x.shape[axis], inner = x.shape[(axis + 1)...].reduce(1, *), outer = x.count / (len * inner)
     var y = x
     y.scalars.withUnsafeMutableBufferPointer { yb in
-        let ya = Address(yb.baseAddress!)
-        let parts = Parallel.ranges(yb.count / len, parts: yb.count >= 1 << 14 ? Parallel.width : 1)
-        Parallel.forEach(parts.count) { part in
-            for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
+        let ya = Address(yb.baseAddress!), threads = yb.count >= 1 << 14 ? Parallel.width : 1
+        if inner == 1 {
+            let parts = Parallel.ranges(outer, parts: threads)
+            Parallel.forEach(parts.count) { part in
+                for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
+            }
+        } else {
+            let parts = Parallel.ranges(inner, parts: threads, align: 16)
+            Parallel.forEach(parts.count) { part in
+                for o in 0..<outer {
+                    softmaxColumns(ya.pointer + o * len * inner + parts[part].lowerBound, rows: len, stride: inner,
+                                   count: parts[part].count, scale: 1)
+                }
+            }
         }
     }
     return y
 }
 
 /// In-place softmax of one contiguous row.
-@inlinable
-public func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
+func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
     var m = Vec16(repeating: -.infinity)
     var i = 0
     while i + 16 <= count {
@@ -38,15 +49,19 @@ public func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
 }
 
 extension Reference {
-    public static func softmax(_ x: Tensor) -> Tensor {
-        let len = x.shape.last!
+    public static func softmax(_ x: Tensor, axis: Int = -1) -> Tensor {
+        let axis = axis < 0 ? x.rank + axis : axis
+        let len = x.shape[axis], inner = x.shape[(axis + 1)...].reduce(1, *)
         var y = x
-        for r in 0..<(x.count / len) {
-            let row = x.scalars[(r * len)..<((r + 1) * len)].map(Double.init)
-            let m = row.max()!
-            let e = row.map { Foundation.exp($0 - m) }
-            let s = e.reduce(0, +)
-            for j in 0..<len { y.scalars[r * len + j] = Float(e[j] / s) }
+        for o in 0..<(x.count / (len * inner)) {
+            for i in 0..<inner {
+                let at = (0..<len).map { o * len * inner + $0 * inner + i }
+                let values = at.map { Double(x.scalars[$0]) }
+                let m = values.max()!
+                let e = values.map { Foundation.exp($0 - m) }
+                let s = e.reduce(0, +)
+                for (j, index) in at.enumerated() { y.scalars[index] = Float(e[j] / s) }
+            }
         }
         return y
     }

@@ -174,15 +174,14 @@ struct Detect: Sendable {
     /// xyxy for end-to-end heads, xywh otherwise; with `angles`, rotated xywh (Ultralytics
     /// `dist2rbox`). boxes: [4 · regMax, A] → [4, A].
     private func decode(_ boxes: Tensor, angles: Tensor?, features: [Tensor], strides: [Int]) -> Tensor {
-        let a = boxes.shape[1]
+        let a = boxes.shape[1], d = distances(boxes).scalars
         var out = Tensor(zeros: [4, a])
         var anchor = 0
         for (level, x) in features.enumerated() {
             let s = Float(strides[level])
             for gy in 0..<x.shape[2] {
                 for gx in 0..<x.shape[3] {
-                    let l = distance(boxes, side: 0, anchor: anchor, count: a), t = distance(boxes, side: 1, anchor: anchor, count: a)
-                    let r = distance(boxes, side: 2, anchor: anchor, count: a), b = distance(boxes, side: 3, anchor: anchor, count: a)
+                    let (l, t, r, b) = (d[anchor], d[a + anchor], d[2 * a + anchor], d[3 * a + anchor])
                     let ax = Float(gx) + 0.5, ay = Float(gy) + 0.5
                     let values: (Float, Float, Float, Float)
                     if let angles {
@@ -234,11 +233,20 @@ struct Detect: Sendable {
 
     /// One side's distance: the raw value when regMax is 1, else the DFL expectation
     /// Σ softmax(bins)ᵢ · dflᵢ over the side's regMax bins.
-    private func distance(_ boxes: Tensor, side: Int, anchor: Int, count: Int) -> Float {
-        if regMax == 1 { return boxes.scalars[side * count + anchor] }
-        var bins = (0..<regMax).map { boxes.scalars[(side * regMax + $0) * count + anchor] }
-        bins.withUnsafeMutableBufferPointer { softmaxRow($0.baseAddress!, count: regMax) }
-        return zip(bins, dfl).reduce(0) { $0 + $1.0 * $1.1 }
+    /// Ultralytics `DFL`: each side's distance as the expectation of its `regMax` bins under a
+    /// softmax over them. boxes: [4 · regMax, A] → [4, A].
+    private func distances(_ boxes: Tensor) -> Tensor {
+        guard regMax > 1 else { return boxes }
+        let a = boxes.shape[1]
+        let p = softmax(boxes.reshaped([4, regMax, a]), axis: 1)
+        var d = [Float](repeating: 0, count: 4 * a)
+        for side in 0..<4 {
+            for k in 0..<regMax {
+                let w = dfl[k], row = (side * regMax + k) * a
+                for i in 0..<a { d[side * a + i] += p.scalars[row + i] * w }
+            }
+        }
+        return Tensor(shape: [4, a], scalars: d)
     }
 
     /// Ultralytics `Detect.postprocess`: the k anchors with the best class score, then the k
