@@ -102,33 +102,16 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
-        guard parts.count > 1 else {
-            return serialSgemm(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
-                               b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
-        }
         let (aa, ba, ca) = (Address(a), Address(b), Address(c))
-        Parallel.forEach(parts.count) { i in
-            let cols = parts[i]
-            // Column j of op(B) starts at b + j (row-major K×N) or b + j · ldb (N×K, transposed).
-            serialSgemm(transA: transA, transB: transB, m: m, n: cols.count, k: k, alpha: alpha,
-                        a: aa.pointer, lda: lda, b: ba.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound),
-                        ldb: ldb, beta: beta, c: ca.pointer + cols.lowerBound, ldc: ldc)
+        /// Columns `cols` of C on the calling thread; column j of op(B) starts at b + j
+        /// (row-major K×N) or b + j · ldb (N×K, transposed).
+        @Sendable func columns(_ cols: Range<Int>) {
+            // CBLAS enum values: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112.
+            loaded.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(cols.count), Int32(k), alpha,
+                         aa.pointer, Int32(lda), ba.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound), Int32(ldb),
+                         beta, ca.pointer + cols.lowerBound, Int32(ldc))
         }
-    }
-
-    /// `sgemm` on the calling thread only.
-    static func serialSgemm(
-        transA: Bool = false, transB: Bool = false,
-        m: Int, n: Int, k: Int,
-        alpha: Float = 1,
-        a: UnsafePointer<Float>, lda: Int,
-        b: UnsafePointer<Float>, ldb: Int,
-        beta: Float = 0,
-        c: UnsafeMutablePointer<Float>, ldc: Int
-    ) {
-        // CBLAS enum values: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112.
-        loaded.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(n), Int32(k),
-                     alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
+        Parallel.forEach(parts.count) { columns(parts[$0]) }
     }
 }
 
