@@ -4,9 +4,9 @@ import Synchronization
 /// How our kernels split work over threads.
 ///
 /// OpenBLAS runs single-threaded (set when it is loaded); every multi-threaded region is
-/// ours, so a GEMM and the im2col / epilogue around it share one split and the cores are
-/// never oversubscribed by OpenBLAS threads spinning after a GEMM. `BLAS.threads` reads and
-/// writes `Parallel.width`.
+/// ours, so a GEMM and the phase planes / epilogue around it share one split and the cores
+/// are never oversubscribed by OpenBLAS threads spinning after a GEMM. `BLAS.threads` reads
+/// and writes `Parallel.width`.
 public enum Parallel {
     /// 0 until set: then OpenBLAS's own default (all cores, or `OPENBLAS_NUM_THREADS`).
     private static let storage = Atomic<Int>(0)
