@@ -26,7 +26,7 @@ public func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) ->
             queryRows.withUnsafeBufferPointer { qr in
             scoreRows.withUnsafeBufferPointer { sr in
             zeros.withUnsafeBufferPointer { zb in
-                let (qra, sra, za) = (Offsets(qr.baseAddress!), Offsets(sr.baseAddress!), Address(zb.baseAddress!))
+                let (qra, sra, za) = (Address(qr.baseAddress!), Address(sr.baseAddress!), Address(zb.baseAddress!))
                 for h in 0..<heads {
                     let q = src.baseAddress! + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
                     panels.initialize(repeating: 0, count: keyPanels + valuePanels)

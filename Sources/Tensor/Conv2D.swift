@@ -24,12 +24,6 @@ public struct Conv2DParameters: Sendable, Equatable {
         ((h + 2 * padH - kernelH) / strideH + 1, (w + 2 * padW - kernelW) / strideW + 1)
     }
 
-    /// The output columns `lo..<hi` whose input column ox · strideW − padW + kx lies in [0, w).
-    func validColumns(kx: Int, w: Int, wo: Int) -> (lo: Int, hi: Int) {
-        let lo = min(wo, max(0, (padW - kx + strideW - 1) / strideW))
-        let last = w - 1 + padW - kx
-        return (lo, last < 0 ? lo : max(lo, min(wo, last / strideW + 1)))
-    }
 }
 
 /// y = activation(conv(x, weight) + bias) + residual.
@@ -84,7 +78,7 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
               res.withUnsafeBufferPointer { rb in
                 biases.withUnsafeBufferPointer { bb in
                 rows.withUnsafeBufferPointer { ob in
-                let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Offsets(ob.baseAddress!))
+                let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Address(ob.baseAddress!))
                 for image in 0..<n {
                     let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
                     let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
@@ -261,17 +255,11 @@ struct PhasePlanes: Sendable {
     }
 }
 
-/// A table of offsets carried into a concurrent region (read only).
-struct Offsets: Sendable {
-    let bits: Int
-    init(_ p: UnsafePointer<Int>) { bits = Int(bitPattern: p) }
-    var pointer: UnsafePointer<Int> { UnsafePointer(bitPattern: bits)! }
-}
-
 /// Depthwise convolution (groups == Cin == Cout) of channels `channels`, output rows `rows` of
-/// one image from their phase planes (the block starting at `rows.lowerBound`): y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes),
-/// with `taps` the offsets of `PhasePlanes.rowOffsets(channels: 1, …)`. Every tap of a
-/// 48- or 16-column run of an output row is summed in registers and stored once.
+/// one image from their phase planes (the block starting at `rows.lowerBound`):
+/// y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes), with `taps` the
+/// offsets of `PhasePlanes.rowOffsets(channels: 1, …)`. Every tap of a 48- or 16-column run of
+/// an output row is summed in registers and stored once.
 func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps: UnsafePointer<Int>,
                      weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, channels: Range<Int>,
                      rows: Range<Int>, ho: Int, wo: Int, _ epilogue: Epilogue) {

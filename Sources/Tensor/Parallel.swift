@@ -41,12 +41,12 @@ public enum Parallel {
 }
 
 /// A buffer address carried into a concurrent region (pointers are not `Sendable`); each
-/// task writes only its own part of the buffer.
-struct Address: Sendable {
+/// task writes only its own part of the buffer (or only reads it, for tables of offsets).
+struct Address<Pointee>: Sendable {
     let bits: Int
-    init(_ p: UnsafePointer<Float>) { bits = Int(bitPattern: p) }
-    init(_ p: UnsafeMutablePointer<Float>) { bits = Int(bitPattern: p) }
-    var pointer: UnsafeMutablePointer<Float> { UnsafeMutablePointer(bitPattern: bits)! }
+    init(_ p: UnsafePointer<Pointee>) { bits = Int(bitPattern: p) }
+    init(_ p: UnsafeMutablePointer<Pointee>) { bits = Int(bitPattern: p) }
+    var pointer: UnsafeMutablePointer<Pointee> { UnsafeMutablePointer(bitPattern: bits)! }
 }
 
 /// Worker threads that spin briefly (tens of µs) after a job (the next kernel usually follows within
