@@ -13,7 +13,8 @@ public struct ConvWeights: Sendable {
                      "ConvWeights: weight \(weight.shape) with \(groups) groups")
         shape = weight.shape
         self.groups = groups
-        if shape[1] == 1 && groups == shape[0] {  // depthwise
+        isDepthwise = shape[1] == 1 && groups == shape[0]
+        if isDepthwise {
             values = weight.scalars
             return
         }
@@ -31,7 +32,7 @@ public struct ConvWeights: Sendable {
     /// Scalars of the weight (padding excluded).
     public var count: Int { shape.reduce(1, *) }
     /// One filter per channel: the direct depthwise kernel, not a GEMM.
-    var isDepthwise: Bool { shape[1] == 1 && groups == shape[0] }
+    let isDepthwise: Bool
     /// Cin/g · kH · kW: the GEMM's K.
     var reduction: Int { shape[1] * shape[2] * shape[3] }
     var panelsPerGroup: Int { (shape[0] / groups + 7) / 8 }
