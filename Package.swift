@@ -15,7 +15,8 @@ let package = Package(
     ],
     targets: [
         // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
-        .target(name: "Tensor"),
+        .target(name: "Tensor", dependencies: ["CTargetFeatures"]),
+        .systemLibrary(name: "CTargetFeatures"),
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
         .systemLibrary(name: "CJPEG", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),

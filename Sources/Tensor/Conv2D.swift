@@ -271,7 +271,7 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
             func run<R: TileRow>(_: R.Type, at ox: Int) {
                 var acc = R()
                 for t in 0..<count { acc.add(wc[t], times: R(loading: row + taps[t] + ox)) }
-                acc.store(adding: epilogue.bias[c], at: out + ox, into: y)
+                acc.adding(epilogue.bias[c]).store(at: out + ox, into: y)
             }
             let ox = columnRuns(wo, { run(Row48.self, at: $0) }, { run(Row16.self, at: $0) })
             epilogue.finish(rows: 0..<1, ldc: 0, column: out, width: ox, in: y)

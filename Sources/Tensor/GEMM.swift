@@ -1,3 +1,5 @@
+import CTargetFeatures
+
 /// Convolution weights [Cout, Cin / groups, kH, kW], laid out once (at load) for the kernel that
 /// uses them: depthwise weights as they are; the others as GEMM panels of 8 output channels,
 /// [groups][⌈Cout/g / 8⌉][K = Cin/g · kH · kW][8], zero-padded past the last channel, so the
@@ -46,7 +48,7 @@ struct Epilogue {
     let residual: UnsafePointer<Float>?
 
     @inline(__always)
-    func activate(_ y: Vec16) -> Vec16 {
+    func activate<V: FloatVector>(_ y: V) -> V {
         switch activation {
         case .none: y
         case .silu: silu(y)
@@ -58,7 +60,7 @@ struct Epilogue {
     @inline(__always)
     func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors)
+    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (a multiple of 8)
     /// from `column`, holding sum + bias: the activation, then the residual. Kernels store
     /// their sums first and finish here, a tile at a time, in a function of its own: inlined
     /// into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into very large
@@ -68,11 +70,16 @@ struct Epilogue {
         for row in rows {
             var i = row * ldc + column
             let end = i + width
-            while i < end {
+            while i + 16 <= end {
                 var y = activate(c.vec16(i))
                 if let residual { y += residual.vec16(i) }
                 c.store(y, at: i)
                 i += 16
+            }
+            if i < end {
+                var y = activate(c.vec8(i))
+                if let residual { y += residual.vec8(i) }
+                c.store(y, at: i)
             }
         }
     }
@@ -83,47 +90,84 @@ struct Epilogue {
 /// row of B one kernel tap's view of it, is an implicit im2col). C and the residual have
 /// leading dimension `ldc`.
 ///
-/// Tiles of 8 rows × 48 columns stay in 24 AVX-512 registers for the whole reduction; the
-/// K × 48 strip of B is reused from cache by every row tile. On this machine's shapes this beat
-/// OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
+/// Register tiles stay in registers for the whole reduction, and the K-row strip of B under
+/// them is reused from cache by every row tile. Their shape follows the vector registers the
+/// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
+/// of AVX2's 16 (the 8 × 48 tile there spilled and ran at a third of the speed). On this
+/// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
 func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>, n: Int,
                 c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue) {
-    let tiles = (m + 7) / 8
-    func strip<R: TileRow>(_: R.Type, at j: Int) {
-        for t in 0..<tiles {
-            tile(R.self, k: k, a: a + t * 8 * k, b: b + j, offsets: rows, rows: t * 8..<min(m, t * 8 + 8),
-                 c: c, ldc: ldc, column: j, epilogue)
-        }
+    if TARGET_VECTOR_BITS >= 512 {
+        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, c: c, ldc: ldc, epilogue)
+    } else {
+        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, c: c, ldc: ldc, epilogue)
     }
-    let j = columnRuns(n, { strip(Row48.self, at: $0) }, { strip(Row16.self, at: $0) })
-    guard j < n else { return }
-    // The last n − j < 16 columns: through zero-padded copies of B and C, bias and activation
-    // there, the residual on the way out.
-    let rest = n - j
-    withUnsafeTemporaryAllocation(of: Float.self, capacity: k * 16 + m * 16) { scratch in
-        let pb = scratch.baseAddress!, pc = pb + k * 16
-        for i in 0..<k {
-            (pb + i * 16).initialize(repeating: 0, count: 16)
-            (pb + i * 16).update(from: b + rows[i] + j, count: rest)
-        }
-        let padded = Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil)
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: k) { offsets in
-            for i in 0..<k { offsets[i] = i * 16 }
-            for t in 0..<tiles {
-                tile(Row16.self, k: k, a: a + t * 8 * k, b: pb, offsets: offsets.baseAddress!,
-                     rows: t * 8..<min(m, t * 8 + 8), c: pc, ldc: 16, column: 0, padded)
+}
+
+/// `packedGEMM` with tiles `Wide` over as many columns as they cover, then `Narrow`, then
+/// `Narrow` over the rest padded with zeros.
+@inline(__always)
+func packedGEMM<Wide: TileRow, Narrow: TileRow>(
+    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
+    rows: UnsafePointer<Int>, n: Int, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue
+) {
+    // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
+    // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
+    let depth = max(1, panelFloats / Wide.width)
+    withUnsafeTemporaryAllocation(of: Float.self, capacity: depth * Wide.width) { panel in
+        let pb = panel.baseAddress!
+        /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count`
+        /// (count ≤ R.width; zeros past them).
+        func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                               column: Int, _ epilogue: Epilogue) {
+            for step in stride(from: 0, to: k, by: depth) {
+                let steps = step..<min(k, step + depth)
+                for i in steps {
+                    let row = pb + (i - step) * R.width, from = b + rows[i] + j
+                    if count == R.width {
+                        R(loading: from).store(at: 0, into: row)
+                    } else {
+                        row.initialize(repeating: 0, count: R.width)
+                        row.update(from: from, count: count)
+                    }
+                }
+                for first in stride(from: 0, to: m, by: R.rows) {
+                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
+                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue)
+                }
             }
         }
-        for r in 0..<m {
-            let out = c + r * ldc + j, sum = pc + r * 16
-            if let residual = epilogue.residual {
-                for i in 0..<rest { out[i] = sum[i] + residual[r * ldc + j + i] }
-            } else {
-                out.update(from: sum, count: rest)
+        var j = 0
+        while j + Wide.width <= n {
+            strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
+            j += Wide.width
+        }
+        while j + Narrow.width <= n {
+            strip(Narrow.self, from: j, count: Narrow.width, c: c, ldc: ldc, column: j, epilogue)
+            j += Narrow.width
+        }
+        guard j < n else { return }
+        // The last columns: into a padded copy of C, bias and activation there, the residual
+        // on the way out.
+        let rest = n - j, width = Narrow.width
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: m * width) { scratch in
+            let pc = scratch.baseAddress!
+            strip(Narrow.self, from: j, count: rest, c: pc, ldc: width, column: 0,
+                  Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil))
+            for r in 0..<m {
+                let out = c + r * ldc + j, sum = pc + r * width
+                if let residual = epilogue.residual {
+                    for i in 0..<rest { out[i] = sum[i] + residual[r * ldc + j + i] }
+                } else {
+                    out.update(from: sum, count: rest)
+                }
             }
         }
     }
 }
+
+/// Floats of B one pass of a GEMM strip reads.
+let panelFloats = 4096
 
 /// Calls `run48(j)` for the 48-column runs of 0..<n, then `run16(j)` for 16-column ones, and
 /// returns where the last < 16 columns start.
@@ -141,20 +185,25 @@ func columnRuns(_ n: Int, _ run48: (Int) -> Void, _ run16: (Int) -> Void) -> Int
     return j
 }
 
-/// 16 · w adjacent floats of one row, held in registers.
+/// `width` adjacent floats of one row, held in registers, and how many such rows a GEMM tile
+/// holds.
 protocol TileRow {
     /// Floats per row.
     static var width: Int { get }
+    /// Rows per GEMM tile: 8 (a whole weight panel) or 4 (half of one).
+    static var rows: Int { get }
     init()
     init(loading p: UnsafePointer<Float>)
     /// self += a · b, lane by lane (fused multiply-add).
     mutating func add(_ a: Float, times b: Self)
-    /// Stores the row plus `bias`.
-    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>)
+    /// Every lane plus `bias`.
+    func adding(_ bias: Float) -> Self
+    func store(at offset: Int, into c: UnsafeMutablePointer<Float>)
 }
 
 struct Row48: TileRow {
     static var width: Int { 48 }
+    static var rows: Int { 8 }
     var v0 = Vec16(), v1 = Vec16(), v2 = Vec16()
     init() {}
 
@@ -170,15 +219,23 @@ struct Row48: TileRow {
     }
 
     @inline(__always)
-    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) {
-        c.store(v0 + bias, at: offset)
-        c.store(v1 + bias, at: offset + 16)
-        c.store(v2 + bias, at: offset + 32)
+    func adding(_ bias: Float) -> Row48 {
+        var r = self
+        (r.v0, r.v1, r.v2) = (v0 + bias, v1 + bias, v2 + bias)
+        return r
+    }
+
+    @inline(__always)
+    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) {
+        c.store(v0, at: offset)
+        c.store(v1, at: offset + 16)
+        c.store(v2, at: offset + 32)
     }
 }
 
 struct Row16: TileRow {
     static var width: Int { 16 }
+    static var rows: Int { 8 }
     var v0 = Vec16()
     init() {}
 
@@ -189,34 +246,110 @@ struct Row16: TileRow {
     mutating func add(_ a: Float, times b: Row16) { v0 = v0.addingProduct(Vec16(repeating: a), b.v0) }
 
     @inline(__always)
-    func store(adding bias: Float, at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0 + bias, at: offset) }
+    func adding(_ bias: Float) -> Row16 {
+        var r = self
+        r.v0 += bias
+        return r
+    }
+
+    @inline(__always)
+    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0, at: offset) }
 }
 
-/// Rows `rows` (at most 8; the panel's padding rows are computed and dropped) of C, columns
-/// `column ..< column + width`, summed over k in order; row i of B starts at `b + offsets[i]`.
+struct Row24: TileRow {
+    static var width: Int { 24 }
+    static var rows: Int { 4 }
+    var v0 = Vec8(), v1 = Vec8(), v2 = Vec8()
+    init() {}
+
+    @inline(__always)
+    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vec8(0), p.vec8(8), p.vec8(16)) }
+
+    @inline(__always)
+    mutating func add(_ a: Float, times b: Row24) {
+        let s = Vec8(repeating: a)
+        v0 = v0.addingProduct(s, b.v0)
+        v1 = v1.addingProduct(s, b.v1)
+        v2 = v2.addingProduct(s, b.v2)
+    }
+
+    @inline(__always)
+    func adding(_ bias: Float) -> Row24 {
+        var r = self
+        (r.v0, r.v1, r.v2) = (v0 + bias, v1 + bias, v2 + bias)
+        return r
+    }
+
+    @inline(__always)
+    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) {
+        c.store(v0, at: offset)
+        c.store(v1, at: offset + 8)
+        c.store(v2, at: offset + 16)
+    }
+}
+
+struct Row8: TileRow {
+    static var width: Int { 8 }
+    static var rows: Int { 8 }
+    var v0 = Vec8()
+    init() {}
+
+    @inline(__always)
+    init(loading p: UnsafePointer<Float>) { v0 = p.vec8(0) }
+
+    @inline(__always)
+    mutating func add(_ a: Float, times b: Row8) { v0 = v0.addingProduct(Vec8(repeating: a), b.v0) }
+
+    @inline(__always)
+    func adding(_ bias: Float) -> Row8 {
+        var r = self
+        r.v0 += bias
+        return r
+    }
+
+    @inline(__always)
+    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0, at: offset) }
+}
+
+/// Rows `rows` (at most `R.rows`; a panel's padding rows are computed and dropped) of C, columns
+/// `column ..< column + R.width`: reduction steps `steps` of `k` added in order to what earlier
+/// steps stored there, and at the last step the epilogue. The weights of row `rows.lowerBound` at
+/// step i are `a[8 i]`; B's rows for `steps` lie one after another from `b`.
 @inline(__always)
-func tile<R: TileRow>(_: R.Type, k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>, offsets: UnsafePointer<Int>,
-                      rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int, column: Int, _ epilogue: Epilogue) {
-    var r0 = R(), r1 = R(), r2 = R(), r3 = R(), r4 = R(), r5 = R(), r6 = R(), r7 = R()
-    var pa = a
-    for i in 0..<k {
-        let bv = R(loading: b + offsets[i])
+func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
+                      rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                      column: Int, _ epilogue: Epilogue) {
+    @inline(__always) func start(_ i: Int) -> R {
+        let row = rows.lowerBound + i
+        return steps.lowerBound == 0 || row >= rows.upperBound ? R() : R(loading: c + row * ldc + column)
+    }
+    var r0 = start(0), r1 = start(1), r2 = start(2), r3 = start(3)
+    var r4 = R(), r5 = R(), r6 = R(), r7 = R()
+    if R.rows == 8 { (r4, r5, r6, r7) = (start(4), start(5), start(6), start(7)) }
+    var pa = a + 8 * steps.lowerBound, pb = b
+    for _ in steps {
+        let bv = R(loading: pb)
+        pb += R.width
         r0.add(pa[0], times: bv)
         r1.add(pa[1], times: bv)
         r2.add(pa[2], times: bv)
         r3.add(pa[3], times: bv)
-        r4.add(pa[4], times: bv)
-        r5.add(pa[5], times: bv)
-        r6.add(pa[6], times: bv)
-        r7.add(pa[7], times: bv)
+        if R.rows == 8 {
+            r4.add(pa[4], times: bv)
+            r5.add(pa[5], times: bv)
+            r6.add(pa[6], times: bv)
+            r7.add(pa[7], times: bv)
+        }
         pa += 8
     }
+    let last = steps.upperBound == k
     @inline(__always) func put(_ r: R, _ i: Int) {
         let row = rows.lowerBound + i
-        if row < rows.upperBound { r.store(adding: epilogue.bias[row], at: row * ldc + column, into: c) }
+        if row < rows.upperBound { (last ? r.adding(epilogue.bias[row]) : r).store(at: row * ldc + column, into: c) }
     }
-    put(r0, 0); put(r1, 1); put(r2, 2); put(r3, 3); put(r4, 4); put(r5, 5); put(r6, 6); put(r7, 7)
-    if epilogue.activation != .none || epilogue.residual != nil {
+    put(r0, 0); put(r1, 1); put(r2, 2); put(r3, 3)
+    if R.rows == 8 { put(r4, 4); put(r5, 5); put(r6, 6); put(r7, 7) }
+    if last && (epilogue.activation != .none || epilogue.residual != nil) {
         epilogue.finish(rows: rows, ldc: ldc, column: column, width: R.width, in: c)
     }
 }

@@ -1,10 +1,43 @@
-/// SIMD building blocks shared by the non-GEMM kernels: 16-lane loads and stores on raw
-/// pointers, and exp / sigmoid / SiLU accurate to a few ULP.
+/// SIMD building blocks shared by the kernels: 16- and 8-lane loads and stores on raw
+/// pointers, and exp / sigmoid / SiLU accurate to a few ULP at any vector width (the same
+/// operations per lane, so the same result whichever width computes it).
 public typealias Vec16 = SIMD16<Float>
+public typealias Vec8 = SIMD8<Float>
+
+/// A vector the kernels compute in (`Vec16`, `Vec8`). Lane comparisons are requirements, written
+/// for each type: from a generic SIMD context they compile lane by lane, with branches.
+public protocol FloatVector: SIMD where Scalar == Float {
+    /// Each lane clamped to [lo, hi] by compare-and-blend (the standard library's `clamped`
+    /// checks its bounds lane by lane).
+    func clamped(_ lo: Float, _ hi: Float) -> Self
+}
+
+extension SIMD16: FloatVector where Scalar == Float {
+    @inlinable @inline(__always)
+    public func clamped(_ lo: Float, _ hi: Float) -> Self {
+        var x = self
+        x.replace(with: lo, where: x .< lo)
+        x.replace(with: hi, where: x .> hi)
+        return x
+    }
+}
+
+extension SIMD8: FloatVector where Scalar == Float {
+    @inlinable @inline(__always)
+    public func clamped(_ lo: Float, _ hi: Float) -> Self {
+        var x = self
+        x.replace(with: lo, where: x .< lo)
+        x.replace(with: hi, where: x .> hi)
+        return x
+    }
+}
 
 extension UnsafePointer where Pointee == Float {
     @inlinable @inline(__always)
     func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
+
+    @inlinable @inline(__always)
+    func vec8(_ i: Int) -> Vec8 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec8.self) }
 }
 
 extension UnsafeMutablePointer where Pointee == Float {
@@ -12,34 +45,36 @@ extension UnsafeMutablePointer where Pointee == Float {
     func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
 
     @inlinable @inline(__always)
-    func store(_ v: Vec16, at i: Int) { UnsafeMutableRawPointer(self + i).storeBytes(of: v, as: Vec16.self) }
+    func vec8(_ i: Int) -> Vec8 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec8.self) }
+
+    @inlinable @inline(__always)
+    func store<V: SIMD>(_ v: V, at i: Int) where V.Scalar == Float {
+        UnsafeMutableRawPointer(self + i).storeBytes(of: v, as: V.self)
+    }
 }
 
 /// exp(x) per lane, Cephes `expf` scheme: x = n·ln2 + r with |r| ≤ ln2/2, a degree-6
 /// polynomial for exp(r), and 2ⁿ built in the exponent bits. Inputs are clamped to
 /// [-87, 88] so 2ⁿ stays a normal float; exp(-87) ≈ 1.6e-38 stands in for anything smaller.
 @inlinable @inline(__always)
-public func exp(_ v: Vec16) -> Vec16 {
-    // Compare-and-blend: `clamped(lowerBound:upperBound:)` checks its bounds lane by lane.
-    var x = v
-    x.replace(with: -87, where: x .< -87)
-    x.replace(with: 88, where: x .> 88)
+public func exp<V: FloatVector>(_ v: V) -> V {
+    let x = v.clamped(-87, 88)
     // Adding 1.5·2²³ rounds x·log2(e) to the nearest integer (ties to even) and leaves it in the
     // low mantissa bits: n and 2ⁿ come out without a float→int conversion, which Swift's
     // generic SIMD conversion would do one lane at a time.
     // Fused multiply-adds throughout (`addingProduct`; Swift does not contract a * b + c).
-    let magic = Vec16(repeating: 12_582_912)
-    let t = magic.addingProduct(x, Vec16(repeating: 1.44269504088896341))
+    let magic = V(repeating: 12_582_912)
+    let t = magic.addingProduct(x, V(repeating: 1.44269504088896341))
     let n = t - magic
-    var r = x.addingProduct(n, Vec16(repeating: -0.693359375))
-    r = r.addingProduct(n, Vec16(repeating: 2.12194440e-4))
-    var p = Vec16(repeating: 1.9875691500e-4)
+    var r = x.addingProduct(n, V(repeating: -0.693359375))
+    r = r.addingProduct(n, V(repeating: 2.12194440e-4))
+    var p = V(repeating: 1.9875691500e-4)
     for c: Float in [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1] {
-        p = Vec16(repeating: c).addingProduct(p, r)
+        p = V(repeating: c).addingProduct(p, r)
     }
     p = (r + 1).addingProduct(p, r * r)
-    let bits = (unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
-    return p * unsafeBitCast(bits, to: Vec16.self)
+    let bits = (unsafeBitCast(t, to: V.MaskStorage.self) &- 0x4B40_0000 &+ 127) &<< 23
+    return p * unsafeBitCast(bits, to: V.self)
 }
 
 /// The larger of a and b per lane, as one `vmaxps` (the standard library's `pointwiseMax`
@@ -49,11 +84,11 @@ func maximum(_ a: Vec16, _ b: Vec16) -> Vec16 { a.replacing(with: b, where: b .>
 
 /// 1 / (1 + e⁻ˣ) per lane.
 @inlinable @inline(__always)
-public func sigmoid(_ x: Vec16) -> Vec16 { 1 / (1 + exp(-x)) }
+public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(-x)) }
 
 /// x · sigmoid(x) per lane (SiLU, the activation of every YOLO Conv).
 @inlinable @inline(__always)
-public func silu(_ x: Vec16) -> Vec16 { x / (1 + exp(-x)) }
+public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(-x)) }
 
 /// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`). The tail
 /// goes through the same vector function on a padded vector, so every element gets

@@ -1,0 +1,10 @@
+// The vector width the compiler targets (`-Xswiftc -target-cpu …`), read by Swift through the
+// Clang importer, which sees the same target: Swift itself has no compile-time test of CPU
+// features, and the GEMM's register tile must fit the registers the build has.
+#if defined(__AVX512F__)
+#define TARGET_VECTOR_BITS 512
+#elif defined(__AVX__)
+#define TARGET_VECTOR_BITS 256
+#else
+#define TARGET_VECTOR_BITS 128
+#endif
