@@ -276,16 +276,22 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
             let ox = columnRuns(wo, { run(Row48.self, at: $0) }, { run(Row16.self, at: $0) })
             epilogue.finish(rows: 0..<1, ldc: 0, column: out, width: ox, in: y)
             guard ox < wo else { continue }
-            // The last < 16 columns: lanes gathered one by one, the same math on a padded vector.
+            // The last < 16 columns: the 16 ending at Wo, the same math as the runs (lanes before
+            // `ox` recomputed and dropped); on a row narrower than 16, lanes gathered one by one.
+            let first = max(0, wo - 16), lanes = wo - first
             var sum = Vec16()
             for t in 0..<count {
                 var v = Vec16()
-                for i in 0..<(wo - ox) { v[i] = row[taps[t] + ox + i] }
+                if lanes == 16 {
+                    v = row.vec16(taps[t] + first)
+                } else {
+                    for i in 0..<lanes { v[i] = row[taps[t] + first + i] }
+                }
                 sum = sum.addingProduct(Vec16(repeating: wc[t]), v)
             }
             let result = epilogue.apply(sum, row: c)
-            for i in 0..<(wo - ox) {
-                y[out + ox + i] = result[i] + (epilogue.residual?[out + ox + i] ?? 0)
+            for i in (ox - first)..<lanes {
+                y[out + first + i] = result[i] + (epilogue.residual?[out + first + i] ?? 0)
             }
         }
     }
