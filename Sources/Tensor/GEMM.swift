@@ -60,25 +60,28 @@ struct Epilogue {
     @inline(__always)
     func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (a multiple of 8)
-    /// from `column`, holding sum + bias: the activation, then the residual. Kernels store
-    /// their sums first and finish here, a tile at a time, in a function of its own: inlined
-    /// into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into very large
-    /// functions), and a call with 24 accumulators live spilled them all.
+    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors of
+    /// the target's width: 16 lanes with AVX-512, else 8) from `column`, holding sum + bias: the
+    /// activation, then the residual. Kernels store their sums first and finish here, a tile at
+    /// a time, in a function of its own: inlined into a GEMM's tile loop, exp stayed a call (the
+    /// optimizer stops inlining into very large functions), and a call with the accumulators
+    /// live spilled them all.
     @inline(never)
     func finish(rows: Range<Int>, ldc: Int, column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
+        if TARGET_VECTOR_BITS >= 512 {
+            finish(Vec16.self, rows: rows, ldc: ldc, column: column, width: width, in: c)
+        } else {
+            finish(Vec8.self, rows: rows, ldc: ldc, column: column, width: width, in: c)
+        }
+    }
+
+    @inline(__always)
+    private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, ldc: Int, column: Int, width: Int,
+                                        in c: UnsafeMutablePointer<Float>) {
         for row in rows {
-            var i = row * ldc + column
-            let end = i + width
-            while i + 16 <= end {
-                var y = activate(c.vec16(i))
-                if let residual { y += residual.vec16(i) }
-                c.store(y, at: i)
-                i += 16
-            }
-            if i < end {
-                var y = activate(c.vec8(i))
-                if let residual { y += residual.vec8(i) }
+            for i in stride(from: row * ldc + column, to: row * ldc + column + width, by: V.scalarCount) {
+                var y: V = activate(c.vector(i))
+                if let residual { y += residual.vector(i) }
                 c.store(y, at: i)
             }
         }
@@ -268,7 +271,7 @@ struct Row24: TileRow {
     init() {}
 
     @inline(__always)
-    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vec8(0), p.vec8(8), p.vec8(16)) }
+    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vector(0), p.vector(8), p.vector(16)) }
 
     @inline(__always)
     mutating func add(_ a: Float, times b: Row24) {
@@ -300,7 +303,7 @@ struct Row8: TileRow {
     init() {}
 
     @inline(__always)
-    init(loading p: UnsafePointer<Float>) { v0 = p.vec8(0) }
+    init(loading p: UnsafePointer<Float>) { v0 = p.vector(0) }
 
     @inline(__always)
     mutating func add(_ a: Float, times b: Row8) { v0 = v0.addingProduct(Vec8(repeating: a), b.v0) }

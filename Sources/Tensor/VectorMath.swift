@@ -37,7 +37,7 @@ extension UnsafePointer where Pointee == Float {
     func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
 
     @inlinable @inline(__always)
-    func vec8(_ i: Int) -> Vec8 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec8.self) }
+    func vector<V: FloatVector>(_ i: Int) -> V { UnsafeRawPointer(self + i).loadUnaligned(as: V.self) }
 }
 
 extension UnsafeMutablePointer where Pointee == Float {
@@ -45,10 +45,10 @@ extension UnsafeMutablePointer where Pointee == Float {
     func vec16(_ i: Int) -> Vec16 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec16.self) }
 
     @inlinable @inline(__always)
-    func vec8(_ i: Int) -> Vec8 { UnsafeRawPointer(self + i).loadUnaligned(as: Vec8.self) }
+    func vector<V: FloatVector>(_ i: Int) -> V { UnsafeRawPointer(self + i).loadUnaligned(as: V.self) }
 
     @inlinable @inline(__always)
-    func store<V: SIMD>(_ v: V, at i: Int) where V.Scalar == Float {
+    func store<V: FloatVector>(_ v: V, at i: Int) {
         UnsafeMutableRawPointer(self + i).storeBytes(of: v, as: V.self)
     }
 }
