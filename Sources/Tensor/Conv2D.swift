@@ -44,8 +44,8 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
 /// `PhasePlanes`, so nothing is unfolded, and the GEMM applies bias, activation and residual
 /// as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
 /// Each thread takes blocks of output rows and lays out only their planes (in cache when the
-/// GEMM reads them, and little memory). The GEMM runs over the planes' grid, whose rows are
-/// `width` ≥ Wo wide; when they are wider, the extra columns are dropped afterwards.
+/// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
+/// each output row's Wo columns of them and writes the output in place.
 /// 1×1 stride-1 unpadded convolutions read the input as it lies.
 ///
 /// `reservingChannels`: storage for that many output channels, for `append` to fill in place.
@@ -70,7 +70,6 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
         && !weight.isDepthwise
     let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
-    let cropped = phases.width != wo && !weight.isDepthwise
     let rows = direct ? (0..<cinG).map { $0 * h * w } : phases.rowOffsets(channels: cinG, p)
     return Tensor(shape: [n, cout, ho, wo], capacity: n * reservingChannels * plane) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
@@ -82,15 +81,15 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                 for image in 0..<n {
                     let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
                     let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
-                    /// GEMMs of every group over `columns` columns of B from `b`, into C from output offset `o`
-                    /// with leading dimension `ldc` (the residual too, when it is fused).
+                    /// GEMMs of every group over output columns `o ..< o + columns` (the residual's
+                    /// too), reading B from `b` in `runs`.
                     @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
-                                        c: UnsafeMutablePointer<Float>, ldc: Int, fusedResidual: Int?) {
+                                        runs: (length: Int, stride: Int)?, from o: Int) {
                         for g in 0..<p.groups {
                             packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
-                                       rows: oa.pointer, n: columns, c: c + g * coutG * ldc, ldc: ldc,
-                                       Epilogue(bias: ba.pointer + g * coutG, activation: activation,
-                                                residual: fusedResidual.flatMap { o in ra.map { UnsafePointer($0.pointer + o + g * coutG * ldc) } }))
+                                       rows: oa.pointer, n: columns, runs: runs, c: ya.pointer + o + g * coutG * plane,
+                                       ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
+                                                            residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }))
                         }
                     }
                     if direct {
@@ -98,21 +97,19 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                         let parts = Parallel.ranges(plane, parts: threads, align: 48)
                         Parallel.forEach(parts.count) { t in
                             let cols = parts[t]
-                            gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count,
-                                 c: ya.pointer + cols.lowerBound, ldc: plane, fusedResidual: cols.lowerBound)
+                            gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
+                                 from: cols.lowerBound)
                         }
                         continue
                     }
                     let parts = Parallel.ranges(phases.blockCount, parts: threads)
-                    // Each thread's planes and staging, allocated here: from worker threads they
-                    // came from glibc's per-thread arenas, each keeping its own freed pages.
-                    let perThread = phases.count + (cropped ? cout * phases.gridSize : 0)
-                    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * perThread)
+                    // Each thread's planes, allocated here: from worker threads they came from
+                    // glibc's per-thread arenas, each keeping its own freed pages.
+                    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * phases.count)
                     defer { buffers.deallocate() }
                     let scratch = Address(buffers)
                     Parallel.forEach(parts.count) { t in
-                        let planes = scratch.pointer + t * perThread
-                        let staging = cropped ? planes + phases.count : nil
+                        let planes = scratch.pointer + t * phases.count
                         for block in parts[t] {
                             let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
                             phases.fill(planes, from: xa.pointer, outputRows: first, p)
@@ -121,24 +118,9 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                                                 channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
                                                 Epilogue(bias: ba.pointer, activation: activation,
                                                          residual: ra.map { UnsafePointer($0.pointer) }))
-                            } else if let staging {
-                                gemm(planes, channelStride: phases.channelStride, columns: count * phases.width,
-                                     c: staging, ldc: phases.gridSize, fusedResidual: nil)
-                                // Keep the first Wo columns of each grid row; the residual joins here.
-                                for c in 0..<cout {
-                                    for r in 0..<count {
-                                        let from = UnsafePointer(staging + c * phases.gridSize + r * phases.width)
-                                        let o = c * plane + (first + r) * wo
-                                        if let ra {
-                                            addVectors(from, UnsafePointer(ra.pointer + o), into: ya.pointer + o, count: wo)
-                                        } else {
-                                            (ya.pointer + o).update(from: from, count: wo)
-                                        }
-                                    }
-                                }
                             } else {
                                 gemm(planes, channelStride: phases.channelStride, columns: count * wo,
-                                     c: ya.pointer + first * wo, ldc: plane, fusedResidual: first * wo)
+                                     runs: (wo, phases.width), from: first * wo)
                             }
                         }
                     }
@@ -188,8 +170,8 @@ struct PhasePlanes: Sendable {
         taps = p.kernelH * p.kernelW
     }
 
-    /// Floats of one block's planes.
-    var count: Int { channels * channelStride }
+    /// Floats of one block's planes, and the GEMM's read slack past them.
+    var count: Int { channels * channelStride + gemmReadSlack }
     /// Floats from one channel's planes to the next.
     var channelStride: Int { strideH * strideW * planeSize }
     /// Floats of one output channel of a block's grid.

@@ -88,10 +88,15 @@ struct Epilogue {
     }
 }
 
-/// C[M, N] = epilogue(A · B) for A packed as one group's `ConvWeights` panels and B [K, N] read
+/// C[M, N] = epilogue(A · B) for A packed as one group's `ConvWeights` panels and B [K, ·] read
 /// where it lies, row i starting at `b + rows[i]` (no packing: a convolution's input, each
 /// row of B one kernel tap's view of it, is an implicit im2col). C and the residual have
 /// leading dimension `ldc`.
+///
+/// `runs`: C's column j reads B's column j / length · stride + j % length, so a convolution
+/// whose planes' rows are wider than its output's (`PhasePlanes.width` > Wo) writes its output
+/// rows where they belong instead of through a cropped copy; nil reads B's column j.
+/// B may be read up to `gemmReadSlack` floats past the last column a run uses.
 ///
 /// Register tiles stay in registers for the whole reduction, and the K-row strip of B under
 /// them is reused from cache by every row tile. Their shape follows the vector registers the
@@ -99,44 +104,67 @@ struct Epilogue {
 /// of AVX2's 16 (the 8 × 48 tile there spilled and ran at a third of the speed). On this
 /// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
 func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>, n: Int,
-                c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue) {
+                runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue) {
+    let runs = runs ?? (n, n)
     if TARGET_VECTOR_BITS >= 512 {
-        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, c: c, ldc: ldc, epilogue)
+        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
     } else {
-        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, c: c, ldc: ldc, epilogue)
+        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
     }
 }
+
+/// Floats past its last used column that `packedGEMM` may read of B's rows: the widest tile.
+let gemmReadSlack = 48
 
 /// `packedGEMM` with tiles `Wide` over as many columns as they cover, then `Narrow`, then
 /// `Narrow` over the rest padded with zeros.
 @inline(__always)
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
-    rows: UnsafePointer<Int>, n: Int, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue
+    rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
+    _ epilogue: Epilogue
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
+    // One tile's width spare: a piece of a strip is copied as a whole tile row.
     let depth = max(1, panelFloats / Wide.width)
-    withUnsafeTemporaryAllocation(of: Float.self, capacity: depth * Wide.width) { panel in
+    withUnsafeTemporaryAllocation(of: Float.self, capacity: (depth + 1) * Wide.width) { panel in
+    withUnsafeTemporaryAllocation(of: (start: Int, source: Int).self, capacity: Wide.width + 1) { pieces in
         let pb = panel.baseAddress!
-        /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count`
+        /// C's columns `column ..< column + R.width` from B's columns for C's `j ..< j + count`
         /// (count ≤ R.width; zeros past them).
         func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                                column: Int, _ epilogue: Epilogue) {
+            // The strip's pieces, one per run it touches: where each starts in the strip and in B.
+            var done = 0, pieceCount = 0
+            while done < count {
+                let x = (j + done) % runs.length
+                pieces[pieceCount] = (done, (j + done) / runs.length * runs.stride + x)
+                pieceCount += 1
+                done += min(count - done, runs.length - x)
+            }
+            pieces[pieceCount] = (count, 0)
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
                 for i in steps {
-                    let row = pb + (i - step) * R.width, from = b + rows[i] + j
+                    let row = pb + (i - step) * R.width, from = b + rows[i]
                     // The row two strips on, into L2 while this strip computes: B's rows are too
                     // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
                     // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
-                    let ahead = from + 2 * R.width
+                    let ahead = from + pieces[0].source + 2 * R.width
                     for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(ahead + o) }
                     if count == R.width {
-                        R(loading: from).store(at: 0, into: row)
+                        // Whole tile rows, each piece over the tail of the one before; the
+                        // last one's tail lands in the next row (written next) or the spare.
+                        for p in 0..<pieceCount {
+                            R(loading: from + pieces[p].source).store(at: pieces[p].start, into: row)
+                        }
                     } else {
                         row.initialize(repeating: 0, count: R.width)
-                        row.update(from: from, count: count)
+                        for p in 0..<pieceCount {
+                            (row + pieces[p].start).update(from: from + pieces[p].source,
+                                                           count: pieces[p + 1].start - pieces[p].start)
+                        }
                     }
                 }
                 for first in stride(from: 0, to: m, by: R.rows) {
@@ -171,6 +199,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 }
             }
         }
+    }
     }
 }
 
