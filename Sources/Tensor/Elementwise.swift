@@ -40,7 +40,7 @@ public enum Reference {
         Tensor(shape: x.shape, scalars: x.scalars.map { activate(Double($0), activation) })
     }
 
-    static func activate(_ x: Double, _ activation: Activation) -> Float {
+    package static func activate(_ x: Double, _ activation: Activation) -> Float {
         switch activation {
         case .none: return Float(x)
         case .silu: return Float(x / (1 + Foundation.exp(-x)))

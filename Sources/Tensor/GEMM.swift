@@ -8,7 +8,7 @@ public struct ConvWeights: Sendable {
     /// [Cout, Cin / groups, kH, kW].
     public let shape: [Int]
     public let groups: Int
-    let values: [Float]
+    package let values: [Float]
 
     public init(_ weight: Tensor, groups: Int) {
         precondition(weight.rank == 4 && groups > 0 && weight.shape[0] % groups == 0,
@@ -42,10 +42,14 @@ public struct ConvWeights: Sendable {
 
 /// What the GEMM does to each sum before storing it: + bias of its row, activation, + residual
 /// (same layout as the output), in that order, as separate passes would round it.
-struct Epilogue {
+package struct Epilogue {
     let bias: UnsafePointer<Float>
     let activation: Activation
     let residual: UnsafePointer<Float>?
+
+    package init(bias: UnsafePointer<Float>, activation: Activation, residual: UnsafePointer<Float>?) {
+        (self.bias, self.activation, self.residual) = (bias, activation, residual)
+    }
 
     @inline(__always)
     func activate<V: FloatVector>(_ y: V) -> V {
@@ -103,18 +107,29 @@ struct Epilogue {
 /// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
 /// of AVX2's 16 (the 8 × 48 tile there spilled and ran at a third of the speed). On this
 /// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
-func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>, n: Int,
-                runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue) {
+package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
+                        n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
+                        _ epilogue: Epilogue, tiles: TileGeometry = .target) {
     let runs = runs ?? (n, n)
-    if TARGET_VECTOR_BITS >= 512 {
+    switch tiles {
+    case .avx512:
         packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
-    } else {
+    case .avx2:
         packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
     }
 }
 
+/// The GEMM's register tiles: 8 × 48 (AVX-512) or 4 × 24 (AVX2). Either runs on any x86-64
+/// build (at a fraction of the speed on the other), so tests check both on every machine.
+package enum TileGeometry: CaseIterable, Sendable {
+    case avx512, avx2
+
+    /// The tiles that fit the registers this build targets.
+    package static var target: TileGeometry { TARGET_VECTOR_BITS >= 512 ? .avx512 : .avx2 }
+}
+
 /// Floats past its last used column that `packedGEMM` may read of B's rows: the widest tile.
-let gemmReadSlack = 48
+package let gemmReadSlack = 48
 
 /// `packedGEMM` with tiles `Wide` over as many columns as they cover, then `Narrow`, then
 /// `Narrow` over the rest padded with zeros.

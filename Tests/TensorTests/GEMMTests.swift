@@ -1,0 +1,69 @@
+import Tensor
+import XCTest
+
+/// `packedGEMM` with both tile geometries (the one this build does not target runs slowly but
+/// exactly), against a plain triple loop: odd shapes, reductions longer than one pass over a
+/// strip, output columns read from B in runs narrower than B's rows, bias, activation, residual.
+final class GEMMTests: XCTestCase {
+    private func check(m: Int, k: Int, n: Int, runs: (length: Int, stride: Int)?, activation: Activation,
+                       residual: Bool, tiles: TileGeometry, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+        let (length, stride) = runs ?? (n, n)
+        // B's rows hold every run of the n columns, then the slack the GEMM may read past them.
+        let ldb = (n + length - 1) / length * stride + gemmReadSlack
+        let a = randomTensor([m, k, 1, 1], seed: seed), b = randomTensor([k, ldb], seed: seed &+ 1)
+        let bias = randomTensor([m], seed: seed &+ 2).scalars
+        let res = residual ? randomTensor([m, n], seed: seed &+ 3).scalars : []
+        let rows = (0..<k).map { $0 * ldb }
+        var c = [Float](repeating: .nan, count: m * n)
+        ConvWeights(a, groups: 1).values.withUnsafeBufferPointer { pa in
+            b.scalars.withUnsafeBufferPointer { pb in
+                rows.withUnsafeBufferPointer { offsets in
+                    bias.withUnsafeBufferPointer { pbias in
+                        res.withUnsafeBufferPointer { pres in
+                            c.withUnsafeMutableBufferPointer { pc in
+                                packedGEMM(pa.baseAddress!, m: m, k: k, b: pb.baseAddress!, rows: offsets.baseAddress!, n: n,
+                                           runs: runs, c: pc.baseAddress!, ldc: n,
+                                           Epilogue(bias: pbias.baseAddress!, activation: activation,
+                                                    residual: residual ? pres.baseAddress! : nil),
+                                           tiles: tiles)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        var expected = [Float](repeating: 0, count: m * n)
+        for r in 0..<m {
+            for j in 0..<n {
+                let column = j / length * stride + j % length
+                var sum = Double(bias[r])
+                for i in 0..<k { sum += Double(a.scalars[r * k + i]) * Double(b.scalars[i * ldb + column]) }
+                expected[r * n + j] = Reference.activate(sum, activation) + (residual ? res[r * n + j] : 0)
+            }
+        }
+        assertClose(Tensor(shape: [m, n], scalars: c), Tensor(shape: [m, n], scalars: expected),
+                    tolerance: tolerance(reduction: k),
+                    "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual)",
+                    file: file, line: line)
+    }
+
+    func testBothTileGeometries() {
+        var seed: UInt64 = 500
+        for tiles in TileGeometry.allCases {
+            for m in [1, 4, 7, 13] {
+                for k in [1, 7, 127, 300, 700] {
+                    for n in [1, 7, 24, 50, 127] {
+                        check(m: m, k: k, n: n, runs: nil, activation: .none, residual: false, tiles: tiles, seed: seed)
+                        seed += 4
+                    }
+                }
+            }
+            for (n, runs) in [(49, (7, 9)), (130, (13, 15)), (100, (5, 20)), (160, (80, 82)), (127, (127, 129))] {
+                for (activation, residual) in [(Activation.none, false), (.silu, true), (.sigmoid, false)] {
+                    check(m: 13, k: 300, n: n, runs: runs, activation: activation, residual: residual, tiles: tiles, seed: seed)
+                    seed += 4
+                }
+            }
+        }
+    }
+}
