@@ -5,21 +5,30 @@ public enum Activation: Sendable, Equatable {
     case none, silu, sigmoid
 }
 
-/// Applies `activation` in place to `count` floats.
+/// dst[i] = activation(src[i]) for i < count; `dst` may be `src`.
 @inlinable
-public func applyActivation(_ activation: Activation, _ p: UnsafeMutablePointer<Float>, count: Int) {
+public func applyActivation(_ activation: Activation, _ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>,
+                            count: Int) {
     switch activation {
-    case .none: break
-    case .silu: map16(UnsafePointer(p), p, count, silu)
-    case .sigmoid: map16(UnsafePointer(p), p, count, sigmoid)
+    case .none: if UnsafePointer(dst) != src { dst.update(from: src, count: count) }
+    case .silu: map16(src, dst, count, silu)
+    case .sigmoid: map16(src, dst, count, sigmoid)
     }
 }
 
-/// `activation(x)` elementwise.
+/// `activation(x)` elementwise, split over the threads when it is large (Detect's 80 × 8400
+/// class scores: a copy, then one thread in place, took 0.9 ms on Zen 3).
 public func activated(_ x: Tensor, _ activation: Activation) -> Tensor {
-    var y = x
-    y.scalars.withUnsafeMutableBufferPointer { applyActivation(activation, $0.baseAddress!, count: $0.count) }
-    return y
+    Tensor(shape: x.shape) { y in
+        x.scalars.withUnsafeBufferPointer { xp in
+            let parts = Parallel.ranges(y.count, parts: y.count >= 1 << 15 ? Parallel.width : 1, align: 16)
+            let (s, d) = (Address(xp.baseAddress!), Address(y.baseAddress!))
+            Parallel.forEach(parts.count) { t in
+                let r = parts[t]
+                applyActivation(activation, s.pointer + r.lowerBound, d.pointer + r.lowerBound, count: r.count)
+            }
+        }
+    }
 }
 
 /// a + b elementwise; shapes must match.

@@ -225,7 +225,10 @@ struct Detect: Sendable {
         }
         if dims == 3 {
             out.scalars.withUnsafeMutableBufferPointer { p in
-                for k in 0..<keypoints { applyActivation(.sigmoid, p.baseAddress! + (k * 3 + 2) * a, count: a) }
+                for k in 0..<keypoints {
+                    let row = p.baseAddress! + (k * 3 + 2) * a
+                    applyActivation(.sigmoid, row, row, count: a)
+                }
             }
         }
         return out
