@@ -34,15 +34,16 @@ public struct Conv2DParameters: Sendable, Equatable {
 /// - Returns [N, Cout, Ho, Wo].
 public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParameters,
                    activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
-    conv2d(x, weight: ConvWeights(weight, groups: p.groups), bias: bias, p, activation: activation, residual: residual)
+    conv2d(x, weight: ConvWeights(weight, p), bias: bias, p, activation: activation, residual: residual)
 }
 
 /// `conv2d` with weights laid out at load.
 ///
-/// Every convolution but a depthwise one is one GEMM per group over an implicit im2col
-/// (`packedGEMM`): B's row for input channel c and tap (ky, kx) is a shifted view of the input's
-/// `PhasePlanes`, so nothing is unfolded, and the GEMM applies bias, activation and residual
-/// as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
+/// 3×3 stride-1 padding-1 single-group convolutions run Winograd's F(2×2, 3×3) (`winogradConv2d`,
+/// 16 GEMMs with 4/9 of the multiply-adds). Every other convolution but a depthwise one is one
+/// GEMM per group over an implicit im2col (`packedGEMM`): B's row for input channel c and tap
+/// (ky, kx) is a shifted view of the input's `PhasePlanes`, so nothing is unfolded, and the GEMM
+/// applies bias, activation and residual as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
 /// Each thread takes blocks of output rows and lays out only their planes (in cache when the
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
@@ -55,7 +56,8 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let cout = weight.shape[0]
     precondition(x.rank == 4, "conv2d: x \(x.shape)")
     precondition(weight.groups == p.groups && cin % p.groups == 0 && weight.shape[1] == cin / p.groups
-                 && weight.shape[2] == p.kernelH && weight.shape[3] == p.kernelW,
+                 && weight.shape[2] == p.kernelH && weight.shape[3] == p.kernelW
+                 && weight.isWinograd == ConvWeights.winograd(weight.shape, p),
                  "conv2d: weight \(weight.shape) does not fit input \(x.shape) with \(p)")
     precondition(bias == nil || bias!.count == cout, "conv2d: bias has \(bias!.count) values for \(cout) channels")
     let (ho, wo) = p.outputSize(h: h, w: w)
@@ -70,7 +72,8 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
     let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
         && !weight.isDepthwise
     let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
-    let rows = direct ? (0..<cinG).map { $0 * h * w } : phases.rowOffsets(channels: cinG, p)
+    // (Winograd lays out its own patches: one unused offset, for a valid buffer address.)
+    let rows = direct ? (0..<cinG).map { $0 * h * w } : weight.isWinograd ? [0] : phases.rowOffsets(channels: cinG, p)
     return Tensor(shape: [n, cout, ho, wo], capacity: n * reservingChannels * plane) { yb in
         x.scalars.withUnsafeBufferPointer { xb in
             weight.values.withUnsafeBufferPointer { wb in
@@ -91,6 +94,12 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
                                        ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
                                                             residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }))
                         }
+                    }
+                    if weight.isWinograd {
+                        winogradConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout,
+                                       ya.pointer, bias: ba.pointer, activation: activation,
+                                       residual: ra.map { UnsafePointer($0.pointer) }, threads: threads)
+                        continue
                     }
                     if direct {
                         // The input is B as it lies: columns per thread.

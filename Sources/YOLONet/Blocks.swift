@@ -77,8 +77,11 @@ struct C3k2: Sendable {
     }
 
     /// cv1 writes into storage for every piece; each block's output is appended to it in place.
-    func callAsFunction(_ x: Tensor) -> Tensor {
+    /// `x` is let go once cv1 has read it: when the caller handed over the only reference, its
+    /// storage is freed before the blocks and cv2 allocate theirs.
+    func callAsFunction(_ x: consuming Tensor) -> Tensor {
         var pieces = cv1(x, reservingChannels: (2 + m.count) * hidden)
+        _ = consume x
         var last = slice(pieces, hidden..<(2 * hidden), axis: 1)
         for block in m {
             last = block(last)

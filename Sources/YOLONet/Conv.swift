@@ -11,8 +11,8 @@ package struct Conv: Sendable {
     init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1,
          g: Int = 1, activation: Activation = .silu, plain: Bool = false) throws {
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
-        (weight, bias) = (ConvWeights(w, groups: g), b)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
+        (weight, bias) = (ConvWeights(w, parameters), b)
         self.activation = plain ? .none : activation
     }
 

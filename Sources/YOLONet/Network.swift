@@ -223,7 +223,15 @@ package struct Network: Sendable {
         var outputs = [Int: Tensor]()
         var last = x
         for (i, node) in nodes.enumerated() {
-            func input(_ j: Int) -> Tensor { j < 0 ? x : j == i - 1 ? last : outputs[j]! }
+            // The previous output, when this layer is its last reader: handed over (`last` lets go
+            // of it), so a block can free it as soon as it has read it (yolo26n's peak heap: the
+            // C3k2 at 160×160 ran beside its 3.3 MB input).
+            var owned: Tensor?
+            if i > 0 && node.from == [i - 1] && saved[i - 1] == nil {
+                owned = last
+                last = x
+            }
+            func input(_ j: Int) -> Tensor { j < 0 ? x : j == i - 1 ? owned ?? last : outputs[j]! }
             // A Concat whose first input is the layer just before it: that layer's output gets
             // storage for the whole concatenation, and the Concat appends the rest in place.
             var reserve = 0
@@ -234,7 +242,7 @@ package struct Network: Sendable {
             let y: Tensor
             switch node.op {
             case .conv(let m): y = m(input(node.from[0]), reservingChannels: reserve)
-            case .c3k2(let m): y = m(input(node.from[0]))
+            case .c3k2(let m): y = m(owned.take() ?? input(node.from[0]))
             case .sppf(let m): y = m(input(node.from[0]))
             case .c2psa(let m): y = m(input(node.from[0]))
             case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s, reservingChannels: reserve)

@@ -71,7 +71,8 @@ func medianSGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -
 /// Median wall time of `iters` 1×1 convolutions computing the same product, after two warm-up runs.
 func medianConvGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -> Double {
     BLAS.threads = threads
-    let weight = ConvWeights(Tensor(shape: [m, k, 1, 1], scalars: [Float](repeating: 0.5, count: m * k)), groups: 1)
+    let weight = ConvWeights(Tensor(shape: [m, k, 1, 1], scalars: [Float](repeating: 0.5, count: m * k)),
+                             Conv2DParameters(kernel: 1))
     let x = Tensor(shape: [1, k, 1, n], scalars: [Float](repeating: 0.25, count: k * n))
     var samples = [Double]()
     for i in 0..<(iters + 2) {

@@ -15,7 +15,7 @@ final class GEMMTests: XCTestCase {
         let res = residual ? randomTensor([m, n], seed: seed &+ 3).scalars : []
         let rows = (0..<k).map { $0 * ldb }
         var c = [Float](repeating: .nan, count: m * n)
-        ConvWeights(a, groups: 1).values.withUnsafeBufferPointer { pa in
+        ConvWeights(a, Conv2DParameters(kernel: 1)).values.withUnsafeBufferPointer { pa in
             b.scalars.withUnsafeBufferPointer { pb in
                 rows.withUnsafeBufferPointer { offsets in
                     bias.withUnsafeBufferPointer { pbias in

@@ -1,0 +1,188 @@
+/// 3×3 stride-1 convolutions by Winograd's F(2×2, 3×3): each 2×2 output tile comes from its 4×4
+/// input patch d as Aᵀ [U ⊙ (Bᵀ d B)] A, with U = G g Gᵀ the filter transformed at load. The
+/// 16 points of the transformed tile are 16 independent products over the input channels, each a
+/// GEMM (M = Cout, K = Cin, N = tiles): 16 multiply-adds per tile and channel pair instead of 36.
+/// The transforms' coefficients are 0, ±1 and ±½, so they add a few roundings, not error growth.
+enum Winograd {
+    /// G, the filter transform (4 × 3).
+    static let g: [[Double]] = [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]]
+
+    /// U_ξ = (G g Gᵀ)_ξ of weight [Cout, Cin, 3, 3] for the 16 points ξ = 4i + j, each laid out as
+    /// GEMM panels [⌈Cout/8⌉][Cin][8] (computed in Double).
+    static func panels(_ weight: Tensor) -> [Float] {
+        let (cout, cin) = (weight.shape[0], weight.shape[1]), pack = (cout + 7) / 8 * cin * 8
+        var packed = [Float](repeating: 0, count: 16 * pack)
+        for o in 0..<cout {
+            for c in 0..<cin {
+                let f = (0..<9).map { Double(weight.scalars[(o * cin + c) * 9 + $0]) }
+                for i in 0..<4 {
+                    for j in 0..<4 {
+                        var u = 0.0
+                        for a in 0..<3 {
+                            for b in 0..<3 { u += g[i][a] * f[3 * a + b] * g[j][b] }
+                        }
+                        packed[(4 * i + j) * pack + o / 8 * cin * 8 + c * 8 + o % 8] = Float(u)
+                    }
+                }
+            }
+        }
+        return packed
+    }
+
+    /// The input patches as a 4×4 stride-2 "convolution" over the input padded by 1: tile (ty, tx)
+    /// reads patch tap (ky, kx) from the phase planes at row ty + ky / 2, column tx + kx / 2.
+    static let patches = Conv2DParameters(kernel: 4, stride: 2, padding: 1)
+}
+
+/// y [Cout, H, W] = epilogue(conv(x [Cin, H, W], 3×3, stride 1, padding 1)) from `Winograd.panels`
+/// weights. Each thread takes blocks of tile rows and lays out their input patches
+/// (`PhasePlanes`). The GEMMs' columns are the block's tiles, rows of them padded to a multiple of 8;
+/// for each strip of columns as wide as the register tile, every point ξ's B panel (V_ξ = Bᵀ d B
+/// at ξ, four patch taps per channel) is built straight from the planes, its GEMM stores
+/// M_ξ [Cout][strip], and the strip is transformed back into the output: nothing the size of the
+/// 16 transformed copies of a block is ever written.
+func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int, weight: UnsafePointer<Float>,
+                    outputs cout: Int, _ y: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
+                    activation: Activation, residual: UnsafePointer<Float>?, threads: Int) {
+    switch TileGeometry.target {
+    case .avx512:
+        winogradConv2d(Row48.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
+                       activation: activation, residual: residual, threads: threads)
+    case .avx2:
+        winogradConv2d(Row24.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
+                       activation: activation, residual: residual, threads: threads)
+    }
+}
+
+@inline(__always)
+private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int,
+                                        weight: UnsafePointer<Float>, outputs cout: Int, _ y: UnsafeMutablePointer<Float>,
+                                        bias: UnsafePointer<Float>, activation: Activation,
+                                        residual: UnsafePointer<Float>?, threads: Int) {
+    let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
+    let pack = (cout + 7) / 8 * cin * 8, depth = min(cin, winogradDepth)
+    let grid = PhasePlanes(channels: cin, h: h, w: w, ho: tilesY, threads: threads, Winograd.patches)
+    // The last strip of a block reads up to a strip of junk tiles past the planes.
+    let planesCount = grid.count + R.width
+    let perThread = planesCount + 16 * (depth + cout) * R.width
+    let taps = grid.rowOffsets(channels: cin, Winograd.patches)
+    let zeros = [Float](repeating: 0, count: cout)
+    let parts = Parallel.ranges(grid.blockCount, parts: threads)
+    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * perThread)
+    defer { buffers.deallocate() }
+    taps.withUnsafeBufferPointer { tb in
+    zeros.withUnsafeBufferPointer { zb in
+        let (xa, wa, ya, ba) = (Address(x), Address(weight), Address(y), Address(bias))
+        let (ta, za, scratch) = (Address(tb.baseAddress!), Address(zb.baseAddress!), Address(buffers))
+        let res = residual.map { Address($0) }
+        Parallel.forEach(parts.count) { t in
+            let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
+            let epilogue = Epilogue(bias: ba.pointer, activation: activation, residual: res.map { UnsafePointer($0.pointer) })
+            let plain = Epilogue(bias: za.pointer, activation: .none, residual: nil)
+            for block in parts[t] {
+                let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
+                grid.fill(planes, from: xa.pointer, outputRows: first, Winograd.patches)
+                for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {
+                    for step in stride(from: 0, to: cin, by: depth) {
+                        let steps = step..<min(cin, step + depth)
+                        for c in steps {
+                            transformInput(planes, taps: ta.pointer + 16 * c, into: panels + (c - step) * R.width,
+                                           point: depth * R.width, columns: column..<(column + R.width))
+                        }
+                        for point in 0..<16 {
+                            let a = wa.pointer + point * pack
+                            for row in stride(from: 0, to: cout, by: R.rows) {
+                                tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
+                                     b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
+                                     c: m + point * cout * R.width, ldc: R.width, column: 0, plain)
+                            }
+                        }
+                    }
+                    for q in stride(from: 0, to: R.width, by: 8) {
+                        for o in 0..<cout {
+                            transformOutput(m + o * R.width + q, point: cout * R.width, tiles: column + q,
+                                            grid: (width: grid.width, columns: tilesX, rows: tileRows),
+                                            into: ya.pointer, row: 2 * first, h: h, w: w, channel: o, epilogue)
+                        }
+                    }
+                }
+            }
+        }
+    }
+    }
+}
+
+/// Reduction steps per pass: 16 B panels of 64 rows (96 KB with 24-column strips) beside the
+/// strip's 16 outputs (64 and 128 steps timed alike on Zen 3).
+let winogradDepth = 64
+
+/// Row c of the 16 points' B panels: (Bᵀ d B)_ξ of the tiles `columns` (tile t reads patch tap k
+/// at `planes + taps[k] + t`), point ξ's at `panels + ξ · point`.
+@inline(__always)
+private func transformInput(_ planes: UnsafePointer<Float>, taps: UnsafePointer<Int>, into panels: UnsafeMutablePointer<Float>,
+                            point: Int, columns: Range<Int>) {
+    for q in stride(from: 0, to: columns.count, by: 8) {
+        let base = planes + columns.lowerBound + q
+        @inline(__always) func d(_ tap: Int) -> Vec8 { base.vector(taps[tap]) }
+        // Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1] over the patch's rows (column x of Bᵀ d)…
+        @inline(__always) func rows(_ x: Int) -> (Vec8, Vec8, Vec8, Vec8) {
+            let (d0, d1, d2, d3) = (d(x), d(4 + x), d(8 + x), d(12 + x))
+            return (d0 - d2, d1 + d2, d2 - d1, d1 - d3)
+        }
+        let (c0, c1, c2, c3) = (rows(0), rows(1), rows(2), rows(3))
+        // …then over its columns: row i of Bᵀ d B.
+        @inline(__always) func store(_ i: Int, _ t0: Vec8, _ t1: Vec8, _ t2: Vec8, _ t3: Vec8) {
+            panels.store(t0 - t2, at: (4 * i) * point + q)
+            panels.store(t1 + t2, at: (4 * i + 1) * point + q)
+            panels.store(t2 - t1, at: (4 * i + 2) * point + q)
+            panels.store(t1 - t3, at: (4 * i + 3) * point + q)
+        }
+        store(0, c0.0, c1.0, c2.0, c3.0)
+        store(1, c0.1, c1.1, c2.1, c3.1)
+        store(2, c0.2, c1.2, c2.2, c3.2)
+        store(3, c0.3, c1.3, c2.3, c3.3)
+    }
+}
+
+/// Output rows of channel `channel` from the 8 tiles from `tiles` of a block whose first tile row
+/// is output row `row` (tile t: grid row t / width, tile column t % width, only those inside the
+/// grid's columns and rows): M's 16 points at `m + ξ · point` transformed back
+/// (Aᵀ = [1 1 1 0; 0 1 −1 −1]), then the epilogue.
+@inline(__always)
+private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tiles t: Int, grid: (width: Int, columns: Int, rows: Int),
+                             into y: UnsafeMutablePointer<Float>, row: Int, h: Int, w: Int, channel: Int,
+                             _ epilogue: Epilogue) {
+    let r = t / grid.width, tx = t % grid.width
+    guard r < grid.rows else { return }
+    let bias = epilogue.bias[channel]
+    @inline(__always) func p(_ i: Int, _ j: Int) -> Vec8 { m.vector((4 * i + j) * point) }
+    // Aᵀ over M's rows: rows 0 and 1 of Aᵀ M, column j.
+    @inline(__always) func column(_ j: Int) -> (Vec8, Vec8) {
+        let (m0, m1, m2, m3) = (p(0, j), p(1, j), p(2, j), p(3, j))
+        return (m0 + m1 + m2, m1 - m2 - m3)
+    }
+    let (c0, c1, c2, c3) = (column(0), column(1), column(2), column(3))
+    for i in 0..<2 {
+        let (s0, s1, s2, s3) = i == 0 ? (c0.0, c1.0, c2.0, c3.0) : (c0.1, c1.1, c2.1, c3.1)
+        let left: Vec8 = epilogue.activate(s0 + s1 + s2 + bias), right: Vec8 = epilogue.activate(s1 - s2 - s3 + bias)
+        if tx + 8 <= grid.columns && 2 * tx + 16 <= w && row + 2 * r + i < h {
+            let offset = (channel * h + row + 2 * r + i) * w + 2 * tx
+            // Interleaved: 64-bit lanes holding (left, right) pairs.
+            let pairs = SIMD8<UInt64>(truncatingIfNeeded: unsafeBitCast(left, to: SIMD8<UInt32>.self))
+                | SIMD8<UInt64>(truncatingIfNeeded: unsafeBitCast(right, to: SIMD8<UInt32>.self)) &<< 32
+            var values = unsafeBitCast(pairs, to: Vec16.self)
+            if let residual = epilogue.residual { values += residual.vec16(offset) }
+            y.store(values, at: offset)
+            continue
+        }
+        // A group of tiles crossing a grid row or the output's edge: tile by tile.
+        for k in 0..<8 {
+            let (rk, xk) = ((t + k) / grid.width, (t + k) % grid.width)
+            let oy = row + 2 * rk + i
+            guard rk < grid.rows && xk < grid.columns && oy < h else { continue }
+            let at = (channel * h + oy) * w + 2 * xk
+            y[at] = left[k] + (epilogue.residual?[at] ?? 0)
+            if 2 * xk + 1 < w { y[at + 1] = right[k] + (epilogue.residual?[at + 1] ?? 0) }
+        }
+    }
+}
