@@ -35,16 +35,17 @@ enum Winograd {
 }
 
 /// y [Cout, H, W] = epilogue(conv(x [Cin, H, W], 3×3, stride 1, padding 1)) from `Winograd.panels`
-/// weights. Each thread takes blocks of tile rows and lays out their input patches
+/// weights, on the GEMM's register tiles `tiles`. Each thread takes blocks of tile rows and lays out their input patches
 /// (`PhasePlanes`). The GEMMs' columns are the block's tiles, rows of them padded to a multiple of 8;
 /// for each strip of columns as wide as the register tile, every point ξ's B panel (V_ξ = Bᵀ d B
 /// at ξ, four patch taps per channel) is built straight from the planes, its GEMM stores
 /// M_ξ [Cout][strip], and the strip is transformed back into the output: nothing the size of the
 /// 16 transformed copies of a block is ever written.
-func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int, weight: UnsafePointer<Float>,
-                    outputs cout: Int, _ y: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
-                    activation: Activation, residual: UnsafePointer<Float>?, threads: Int) {
-    switch TileGeometry.target {
+package func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int, weight: UnsafePointer<Float>,
+                            outputs cout: Int, _ y: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
+                            activation: Activation, residual: UnsafePointer<Float>?, threads: Int,
+                            tiles: TileGeometry = .target) {
+    switch tiles {
     case .avx512:
         winogradConv2d(Row48.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
                        activation: activation, residual: residual, threads: threads)

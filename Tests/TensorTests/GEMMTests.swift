@@ -1,9 +1,10 @@
 import Tensor
 import XCTest
 
-/// `packedGEMM` with both tile geometries (the one this build does not target runs slowly but
-/// exactly), against a plain triple loop: odd shapes, reductions longer than one pass over a
-/// strip, output columns read from B in runs narrower than B's rows, bias, activation, residual.
+/// `packedGEMM` and the Winograd convolution on it with both tile geometries (the one this build
+/// does not target runs slowly but exactly), against plain loops: odd shapes, reductions longer
+/// than one pass over a strip, output columns read from B in runs narrower than B's rows, bias,
+/// activation, residual.
 final class GEMMTests: XCTestCase {
     private func check(m: Int, k: Int, n: Int, runs: (length: Int, stride: Int)?, activation: Activation,
                        residual: Bool, tiles: TileGeometry, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
@@ -45,6 +46,37 @@ final class GEMMTests: XCTestCase {
                     tolerance: tolerance(reduction: k),
                     "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual)",
                     file: file, line: line)
+    }
+
+    func testWinogradBothTileGeometries() {
+        var seed: UInt64 = 700
+        for tiles in TileGeometry.allCases {
+            // (cin, cout, h, w): one and several reduction passes, tile groups cut by odd widths and
+            // whole ones, strips wider than a grid row, several blocks of tile rows on 2 threads.
+            for (cin, cout, h, w) in [(7, 13, 13, 37), (131, 9, 7, 16), (3, 17, 66, 2), (16, 8, 40, 50)] {
+                let p = Conv2DParameters(kernel: 3, stride: 1, padding: 1)
+                let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin, 3, 3], seed: seed &+ 1)
+                let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, h, w], seed: seed &+ 3)
+                seed += 4
+                var y = [Float](repeating: .nan, count: cout * h * w)
+                ConvWeights(weight, p).values.withUnsafeBufferPointer { pw in
+                    x.scalars.withUnsafeBufferPointer { px in
+                        bias.withUnsafeBufferPointer { pb in
+                            res.scalars.withUnsafeBufferPointer { pr in
+                                y.withUnsafeMutableBufferPointer { py in
+                                    winogradConv2d(px.baseAddress!, channels: cin, h: h, w: w, weight: pw.baseAddress!,
+                                                   outputs: cout, py.baseAddress!, bias: pb.baseAddress!, activation: .silu,
+                                                   residual: pr.baseAddress!, threads: 2, tiles: tiles)
+                                }
+                            }
+                        }
+                    }
+                }
+                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu))
+                assertClose(Tensor(shape: [1, cout, h, w], scalars: y), expected, tolerance: tolerance(reduction: cin * 9),
+                            "Winograd \(tiles) cin \(cin) cout \(cout) \(h)×\(w)")
+            }
+        }
     }
 
     func testBothTileGeometries() {
