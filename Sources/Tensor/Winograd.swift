@@ -177,8 +177,10 @@ private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tiles t: Int
             continue
         }
         // A group of tiles crossing a grid row or the output's edge: tile by tile.
+        var (rk, xk) = (r, tx)
         for k in 0..<8 {
-            let (rk, xk) = ((t + k) / grid.width, (t + k) % grid.width)
+            if k > 0 { xk += 1 }
+            if xk == grid.width { (rk, xk) = (rk + 1, 0) }
             let oy = row + 2 * rk + i
             guard rk < grid.rows && xk < grid.columns && oy < h else { continue }
             let at = (channel * h + oy) * w + 2 * xk
