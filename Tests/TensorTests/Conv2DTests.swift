@@ -92,14 +92,16 @@ final class Conv2DTests: XCTestCase {
         check(cin: 13, cout: 7, h: 33, w: 32, kernel: 3, stride: 2, padding: 1, groups: 1, activation: .silu, seed: 404)
     }
 
-    /// 3×3 stride-1 padding-1 convolutions run Winograd F(2×2, 3×3): more than one reduction pass
-    /// (Cin > 64), output channels that fill no whole register tile, tile groups crossing grid rows
-    /// (odd widths) and whole ones (widths a multiple of 16), several blocks of tile rows.
+    /// 3×3 stride-1 padding-1 convolutions of 32 or more input channels run Winograd F(2×2, 3×3):
+    /// more than one reduction pass (Cin > 64), output channels that fill no whole register tile,
+    /// tile groups crossing grid rows (odd widths) and whole ones (widths a multiple of 16),
+    /// several blocks of tile rows.
     func testWinogradShapes() {
         check(cin: 131, cout: 13, h: 13, w: 37, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 410)
-        check(cin: 7, cout: 70, h: 36, w: 64, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .sigmoid, seed: 411)
-        check(cin: 3, cout: 5, h: 127, w: 2, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 412)
-        check(cin: 16, cout: 16, h: 160, w: 160, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 413)
+        check(cin: 32, cout: 70, h: 36, w: 64, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .sigmoid, seed: 411)
+        check(cin: 33, cout: 5, h: 127, w: 2, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 412)
+        check(cin: 32, cout: 16, h: 160, w: 160, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 413)
+        check(cin: 32, cout: 1, h: 1, w: 1, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 414)
     }
 
     func testOutputSize() {
