@@ -272,25 +272,27 @@ protocol TileRow: Sendable {
     func store(at offset: Int, into c: UnsafeMutablePointer<Float>)
 }
 
-struct Row48: TileRow {
-    static var width: Int { 48 }
-    static var rows: Int { 8 }
-    var v0 = Vec16(), v1 = Vec16(), v2 = Vec16()
+/// Three vectors of one row: 48 floats in 8-row tiles (24 of AVX-512's 32 registers) or 24 in
+/// 4-row tiles (12 of AVX2's 16).
+struct Row3<V: FloatVector>: TileRow {
+    static var width: Int { 3 * V.scalarCount }
+    static var rows: Int { V.scalarCount == 16 ? 8 : 4 }
+    var v0 = V(), v1 = V(), v2 = V()
     init() {}
 
     @inline(__always)
-    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vec16(0), p.vec16(16), p.vec16(32)) }
+    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vector(0), p.vector(V.scalarCount), p.vector(2 * V.scalarCount)) }
 
     @inline(__always)
-    mutating func add(_ a: Float, times b: Row48) {
-        let s = Vec16(repeating: a)
+    mutating func add(_ a: Float, times b: Self) {
+        let s = V(repeating: a)
         v0 = v0.addingProduct(s, b.v0)
         v1 = v1.addingProduct(s, b.v1)
         v2 = v2.addingProduct(s, b.v2)
     }
 
     @inline(__always)
-    func adding(_ bias: Float) -> Row48 {
+    func adding(_ bias: Float) -> Self {
         var r = self
         (r.v0, r.v1, r.v2) = (v0 + bias, v1 + bias, v2 + bias)
         return r
@@ -299,80 +301,26 @@ struct Row48: TileRow {
     @inline(__always)
     func store(at offset: Int, into c: UnsafeMutablePointer<Float>) {
         c.store(v0, at: offset)
-        c.store(v1, at: offset + 16)
-        c.store(v2, at: offset + 32)
+        c.store(v1, at: offset + V.scalarCount)
+        c.store(v2, at: offset + 2 * V.scalarCount)
     }
 }
 
-struct Row16: TileRow {
-    static var width: Int { 16 }
+/// One vector of one row, in 8-row tiles: the columns past the last wide tile.
+struct Row1<V: FloatVector>: TileRow {
+    static var width: Int { V.scalarCount }
     static var rows: Int { 8 }
-    var v0 = Vec16()
-    init() {}
-
-    @inline(__always)
-    init(loading p: UnsafePointer<Float>) { v0 = p.vec16(0) }
-
-    @inline(__always)
-    mutating func add(_ a: Float, times b: Row16) { v0 = v0.addingProduct(Vec16(repeating: a), b.v0) }
-
-    @inline(__always)
-    func adding(_ bias: Float) -> Row16 {
-        var r = self
-        r.v0 += bias
-        return r
-    }
-
-    @inline(__always)
-    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0, at: offset) }
-}
-
-struct Row24: TileRow {
-    static var width: Int { 24 }
-    static var rows: Int { 4 }
-    var v0 = Vec8(), v1 = Vec8(), v2 = Vec8()
-    init() {}
-
-    @inline(__always)
-    init(loading p: UnsafePointer<Float>) { (v0, v1, v2) = (p.vector(0), p.vector(8), p.vector(16)) }
-
-    @inline(__always)
-    mutating func add(_ a: Float, times b: Row24) {
-        let s = Vec8(repeating: a)
-        v0 = v0.addingProduct(s, b.v0)
-        v1 = v1.addingProduct(s, b.v1)
-        v2 = v2.addingProduct(s, b.v2)
-    }
-
-    @inline(__always)
-    func adding(_ bias: Float) -> Row24 {
-        var r = self
-        (r.v0, r.v1, r.v2) = (v0 + bias, v1 + bias, v2 + bias)
-        return r
-    }
-
-    @inline(__always)
-    func store(at offset: Int, into c: UnsafeMutablePointer<Float>) {
-        c.store(v0, at: offset)
-        c.store(v1, at: offset + 8)
-        c.store(v2, at: offset + 16)
-    }
-}
-
-struct Row8: TileRow {
-    static var width: Int { 8 }
-    static var rows: Int { 8 }
-    var v0 = Vec8()
+    var v0 = V()
     init() {}
 
     @inline(__always)
     init(loading p: UnsafePointer<Float>) { v0 = p.vector(0) }
 
     @inline(__always)
-    mutating func add(_ a: Float, times b: Row8) { v0 = v0.addingProduct(Vec8(repeating: a), b.v0) }
+    mutating func add(_ a: Float, times b: Self) { v0 = v0.addingProduct(V(repeating: a), b.v0) }
 
     @inline(__always)
-    func adding(_ bias: Float) -> Row8 {
+    func adding(_ bias: Float) -> Self {
         var r = self
         r.v0 += bias
         return r
@@ -381,6 +329,11 @@ struct Row8: TileRow {
     @inline(__always)
     func store(at offset: Int, into c: UnsafeMutablePointer<Float>) { c.store(v0, at: offset) }
 }
+
+typealias Row48 = Row3<Vec16>
+typealias Row24 = Row3<Vec8>
+typealias Row16 = Row1<Vec16>
+typealias Row8 = Row1<Vec8>
 
 /// Rows `rows` (at most `R.rows`; a panel's padding rows are computed and dropped) of C, columns
 /// `column ..< column + R.width`: reduction steps `steps` of `k` added in order to what earlier

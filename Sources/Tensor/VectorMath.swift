@@ -6,7 +6,7 @@ public typealias Vec8 = SIMD8<Float>
 
 /// A vector the kernels compute in (`Vec16`, `Vec8`). Lane comparisons are requirements, written
 /// for each type: from a generic SIMD context they compile lane by lane, with branches.
-public protocol FloatVector: SIMD where Scalar == Float {
+public protocol FloatVector: SIMD, Sendable where Scalar == Float {
     /// Each lane clamped to [lo, hi] by compare-and-blend (the standard library's `clamped`
     /// checks its bounds lane by lane).
     func clamped(_ lo: Float, _ hi: Float) -> Self
