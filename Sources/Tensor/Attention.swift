@@ -11,45 +11,47 @@
 public func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
     precondition(qkv.rank == 3 && keyDim > 0 && headDim > 0 && qkv.shape[1] == 2 * keyDim + headDim,
                  "attention: qkv \(qkv.shape) with keyDim \(keyDim), headDim \(headDim)")
-    let (heads, rowsPerHead, n) = (qkv.shape[0], qkv.shape[1], qkv.shape[2])
-    let keyPanels = (n + 7) / 8 * keyDim * 8, valuePanels = (headDim + 7) / 8 * n * 8
-    let queryRows = (0..<keyDim).map { $0 * n }, scoreRows = (0..<n).map { $0 * n }
-    let zeros = [Float](repeating: 0, count: max(n, headDim))
-    let parts = Parallel.ranges(n, parts: Parallel.width, align: 48)
+    let (heads, n) = (qkv.shape[0], qkv.shape[2])
     return Tensor(shape: [heads, headDim, n]) { out in
-        qkv.scalars.withUnsafeBufferPointer { src in
-            // kᵀ and v as GEMM panels of 8 rows (keys, value channels), zero-padded.
-            let panels = UnsafeMutablePointer<Float>.allocate(capacity: keyPanels + valuePanels)
-            let scores = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
-            defer { panels.deallocate(); scores.deallocate() }
-            let (pa, sa, oa) = (Address(panels), Address(scores), Address(out.baseAddress!))
-            queryRows.withUnsafeBufferPointer { qr in
-            scoreRows.withUnsafeBufferPointer { sr in
-            zeros.withUnsafeBufferPointer { zb in
-                let (qra, sra, za) = (Address(qr.baseAddress!), Address(sr.baseAddress!), Address(zb.baseAddress!))
-                for h in 0..<heads {
-                    let q = src.baseAddress! + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
-                    panels.initialize(repeating: 0, count: keyPanels + valuePanels)
-                    for i in 0..<n {
-                        for d in 0..<keyDim { panels[((i / 8) * keyDim + d) * 8 + i % 8] = k[d * n + i] }
-                    }
-                    for d in 0..<headDim {
-                        for i in 0..<n { panels[keyPanels + ((d / 8) * n + i) * 8 + d % 8] = v[d * n + i] }
-                    }
-                    let qa = Address(q)
-                    Parallel.forEach(parts.count) { t in
-                        let cols = parts[t], s = sa.pointer + cols.lowerBound
-                        let none = Epilogue(bias: za.pointer, activation: .none, residual: nil)
-                        packedGEMM(pa.pointer, m: n, k: keyDim, b: qa.pointer + cols.lowerBound, rows: qra.pointer,
-                                   n: cols.count, c: s, ldc: n, none)
-                        softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
-                        packedGEMM(pa.pointer + keyPanels, m: headDim, k: n, b: s, rows: sra.pointer, n: cols.count,
-                                   c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none)
-                    }
-                }
-            }
-            }
-            }
+        qkv.scalars.withUnsafeBufferPointer {
+            attention($0.baseAddress!, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, scale: scale,
+                      into: out.baseAddress!, scratch: Scratch())
+        }
+    }
+}
+
+/// `attention` on buffers: qkv [heads, 2 · keyDim + headDim, positions] → out [heads, headDim, positions].
+package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, headDim: Int, positions n: Int, scale: Float,
+                       into out: UnsafeMutablePointer<Float>, scratch: Scratch) {
+    let rowsPerHead = 2 * keyDim + headDim
+    let keyPanels = (n + 7) / 8 * keyDim * 8, valuePanels = (headDim + 7) / 8 * n * 8
+    let parts = Parallel.ranges(n, parts: Parallel.width, align: 48)
+    // kᵀ and v as GEMM panels of 8 rows (keys, value channels), zero-padded; the scores
+    // [keys, queries]; a zero bias; B's row offsets for q and for the scores.
+    let (floats, rows) = scratch.take(floats: keyPanels + valuePanels + n * n + max(n, headDim), ints: keyDim + n)
+    let panels = floats, scores = floats + keyPanels + valuePanels, zeros = scores + n * n
+    zeros.initialize(repeating: 0, count: max(n, headDim))
+    for d in 0..<keyDim { rows[d] = d * n }
+    for i in 0..<n { rows[keyDim + i] = i * n }
+    let (pa, sa, oa, za, ra) = (Address(panels), Address(scores), Address(out), Address(zeros), Address(rows))
+    for h in 0..<heads {
+        let q = qkv + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
+        panels.initialize(repeating: 0, count: keyPanels + valuePanels)
+        for i in 0..<n {
+            for d in 0..<keyDim { panels[((i / 8) * keyDim + d) * 8 + i % 8] = k[d * n + i] }
+        }
+        for d in 0..<headDim {
+            for i in 0..<n { panels[keyPanels + ((d / 8) * n + i) * 8 + d % 8] = v[d * n + i] }
+        }
+        let qa = Address(q)
+        Parallel.forEach(parts.count) { t in
+            let cols = parts[t], s = sa.pointer + cols.lowerBound
+            let none = Epilogue(bias: za.pointer, activation: .none, residual: nil)
+            packedGEMM(pa.pointer, m: n, k: keyDim, b: qa.pointer + cols.lowerBound, rows: ra.pointer,
+                       n: cols.count, c: s, ldc: n, none)
+            softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
+            packedGEMM(pa.pointer + keyPanels, m: headDim, k: n, b: s, rows: ra.pointer + keyDim, n: cols.count,
+                       c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none)
         }
     }
 }

@@ -37,10 +37,37 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
     conv2d(x, weight: ConvWeights(weight, p), bias: bias, p, activation: activation, residual: residual)
 }
 
-/// `conv2d` with weights laid out at load.
+/// `conv2d` with weights laid out at load, on tensors: each image through the map kernel below.
+public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2DParameters,
+                   activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
+    precondition(x.rank == 4, "conv2d: x \(x.shape)")
+    let (n, cout) = (x.shape[0], weight.shape[0])
+    let (ho, wo) = p.outputSize(h: x.shape[2], w: x.shape[3])
+    precondition(ho > 0 && wo > 0, "conv2d: input \(x.shape[2])×\(x.shape[3]) is smaller than the kernel")
+    precondition(residual == nil || residual!.shape == [n, cout, ho, wo],
+                 "conv2d: residual \(residual!.shape) for an output of \([n, cout, ho, wo])")
+    let scratch = Scratch(), biases = bias ?? [Float](repeating: 0, count: cout)
+    return Tensor(shape: [n, cout, ho, wo]) { yb in
+        for image in 0..<n {
+            let y = Map(yb.baseAddress! + image * cout * ho * wo, channels: cout, height: ho, width: wo)
+            x.withMap(image: image) { x in
+                if let residual {
+                    residual.withMap(image: image) {
+                        conv2d(x, weight: weight, bias: biases, p, activation: activation, residual: $0, into: y, scratch: scratch)
+                    }
+                } else {
+                    conv2d(x, weight: weight, bias: biases, p, activation: activation, into: y, scratch: scratch)
+                }
+            }
+        }
+    }
+}
+
+/// y = activation(conv(x, weight) + bias) + residual for one image: x [Cin, H, W], y and
+/// residual [Cout, Ho, Wo], apart from x and from each other.
 ///
-/// 3×3 stride-1 padding-1 single-group convolutions run Winograd's F(2×2, 3×3) (`winogradConv2d`,
-/// 16 GEMMs with 4/9 of the multiply-adds). Every other convolution but a depthwise one is one
+/// 3×3 stride-1 padding-1 convolutions with `ConvWeights.winograd` weights run Winograd's F(2×2, 3×3)
+/// (`winogradConv2d`, 16 GEMMs with 4/9 of the multiply-adds). Every other convolution but a depthwise one is one
 /// GEMM per group over an implicit im2col (`packedGEMM`): B's row for input channel c and tap
 /// (ky, kx) is a shifted view of the input's `PhasePlanes`, so nothing is unfolded, and the GEMM
 /// applies bias, activation and residual as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
@@ -48,97 +75,80 @@ public func conv2d(_ x: Tensor, weight: Tensor, bias: [Float]?, _ p: Conv2DParam
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
 /// 1×1 stride-1 unpadded convolutions read the input as it lies.
-///
-/// `reservingChannels`: storage for that many output channels, for `append` to fill in place.
-public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2DParameters,
-                   activation: Activation = .none, residual: Tensor? = nil, reservingChannels: Int = 0) -> Tensor {
-    let (n, cin, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
+package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DParameters, activation: Activation = .none,
+                    residual: Map? = nil, into y: Map, scratch: Scratch) {
+    let (cin, h, w) = (x.channels, x.height, x.width)
     let cout = weight.shape[0]
-    precondition(x.rank == 4, "conv2d: x \(x.shape)")
     precondition(weight.groups == p.groups && cin % p.groups == 0 && weight.shape[1] == cin / p.groups
                  && weight.shape[2] == p.kernelH && weight.shape[3] == p.kernelW
                  && weight.isWinograd == ConvWeights.winograd(weight.shape, p),
-                 "conv2d: weight \(weight.shape) does not fit input \(x.shape) with \(p)")
-    precondition(bias == nil || bias!.count == cout, "conv2d: bias has \(bias!.count) values for \(cout) channels")
+                 "conv2d: weight \(weight.shape) does not fit \(cin) input channels with \(p)")
+    precondition(bias.count == cout, "conv2d: bias has \(bias.count) values for \(cout) channels")
     let (ho, wo) = p.outputSize(h: h, w: w)
     precondition(ho > 0 && wo > 0, "conv2d: input \(h)×\(w) is smaller than the kernel")
-    precondition(residual == nil || residual!.shape == [n, cout, ho, wo],
-                 "conv2d: residual \(residual!.shape) for an output of \([n, cout, ho, wo])")
+    precondition(y.channels == cout && y.height == ho && y.width == wo,
+                 "conv2d: output \(y.channels)×\(y.height)×\(y.width) for \(cout)×\(ho)×\(wo)")
+    precondition(residual.map { $0.hasShape(of: y) } ?? true, "conv2d: the residual's shape differs from the output's")
     let plane = ho * wo
-    let biases = bias ?? [Float](repeating: 0, count: cout)
     let threads = Parallel.width
-    let res = residual?.scalars ?? []
     let k = weight.reduction, cinG = cin / p.groups, coutG = cout / p.groups, panels = weight.panelsPerGroup * k * 8
-    let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
-        && !weight.isDepthwise
-    let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
-    // (Winograd lays out its own patches: one unused offset, for a valid buffer address.)
-    let rows = direct ? (0..<cinG).map { $0 * h * w } : weight.isWinograd ? [0] : phases.rowOffsets(channels: cinG, p)
-    return Tensor(shape: [n, cout, ho, wo], capacity: n * reservingChannels * plane) { yb in
-        x.scalars.withUnsafeBufferPointer { xb in
-            weight.values.withUnsafeBufferPointer { wb in
-              res.withUnsafeBufferPointer { rb in
-                biases.withUnsafeBufferPointer { bb in
-                rows.withUnsafeBufferPointer { ob in
-                let (wa, ba, oa) = (Address(wb.baseAddress!), Address(bb.baseAddress!), Address(ob.baseAddress!))
-                for image in 0..<n {
-                    let xa = Address(xb.baseAddress! + image * cin * h * w), ya = Address(yb.baseAddress! + image * cout * plane)
-                    let ra = rb.isEmpty ? nil : Address(rb.baseAddress! + image * cout * plane)
-                    /// GEMMs of every group over output columns `o ..< o + columns` (the residual's
-                    /// too), reading B from `b` in `runs`.
-                    @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
-                                        runs: (length: Int, stride: Int)?, from o: Int) {
-                        for g in 0..<p.groups {
-                            packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
-                                       rows: oa.pointer, n: columns, runs: runs, c: ya.pointer + o + g * coutG * plane,
-                                       ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
-                                                            residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }))
-                        }
-                    }
-                    if weight.isWinograd {
-                        winogradConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout,
-                                       ya.pointer, bias: ba.pointer, activation: activation,
-                                       residual: ra.map { UnsafePointer($0.pointer) }, threads: threads)
-                        continue
-                    }
-                    if direct {
-                        // The input is B as it lies: columns per thread.
-                        let parts = Parallel.ranges(plane, parts: threads, align: 48)
-                        Parallel.forEach(parts.count) { t in
-                            let cols = parts[t]
-                            gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
-                                 from: cols.lowerBound)
-                        }
-                        continue
-                    }
-                    let parts = Parallel.ranges(phases.blockCount, parts: threads)
-                    // Each thread's planes, allocated here: from worker threads they came from
-                    // glibc's per-thread arenas, each keeping its own freed pages.
-                    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * phases.count)
-                    defer { buffers.deallocate() }
-                    let scratch = Address(buffers)
-                    Parallel.forEach(parts.count) { t in
-                        let planes = scratch.pointer + t * phases.count
-                        for block in parts[t] {
-                            let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
-                            phases.fill(planes, from: xa.pointer, outputRows: first, p)
-                            if weight.isDepthwise {
-                                depthwiseConv2d(planes, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
-                                                channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
-                                                Epilogue(bias: ba.pointer, activation: activation,
-                                                         residual: ra.map { UnsafePointer($0.pointer) }))
-                            } else {
-                                gemm(planes, channelStride: phases.channelStride, columns: count * wo,
-                                     runs: (wo, phases.width), from: first * wo)
-                            }
-                        }
-                    }
-                }
-                }
-                }
-              }
+    let (xa, ya, ra) = (Address(x.base), Address(y.base), residual.map { Address($0.base) })
+    weight.values.withUnsafeBufferPointer { wb in
+    bias.withUnsafeBufferPointer { bb in
+        let (wa, ba) = (Address(wb.baseAddress!), Address(bb.baseAddress!))
+        if weight.isWinograd {
+            return winogradConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout, ya.pointer,
+                                  bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
+                                  threads: threads, scratch: scratch)
+        }
+        let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
+            && !weight.isDepthwise
+        let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
+        let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48) : Parallel.ranges(phases.blockCount, parts: threads)
+        let taps = p.kernelH * p.kernelW
+        // Each thread's planes, then B's row offsets.
+        let (buffers, rows) = scratch.take(floats: direct ? 0 : parts.count * phases.count, ints: cinG * taps)
+        if direct {
+            for c in 0..<cinG { rows[c] = c * h * w }
+        } else {
+            phases.rowOffsets(channels: cinG, p, into: rows)
+        }
+        let (oa, planesAddress) = (Address(rows), Address(buffers))
+        /// GEMMs of every group over output columns `o ..< o + columns` (the residual's
+        /// too), reading B from `b` in `runs`.
+        @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
+                            runs: (length: Int, stride: Int)?, from o: Int) {
+            for g in 0..<p.groups {
+                packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
+                           rows: oa.pointer, n: columns, runs: runs, c: ya.pointer + o + g * coutG * plane,
+                           ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
+                                                residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }))
             }
         }
+        if direct {
+            // The input is B as it lies: columns per thread.
+            return Parallel.forEach(parts.count) { t in
+                let cols = parts[t]
+                gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil, from: cols.lowerBound)
+            }
+        }
+        Parallel.forEach(parts.count) { t in
+            let planes = planesAddress.pointer + t * phases.count
+            for block in parts[t] {
+                let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
+                phases.fill(planes, from: xa.pointer, outputRows: first, p)
+                if weight.isDepthwise {
+                    depthwiseConv2d(planes, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
+                                    channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
+                                    Epilogue(bias: ba.pointer, activation: activation,
+                                             residual: ra.map { UnsafePointer($0.pointer) }))
+                } else {
+                    gemm(planes, channelStride: phases.channelStride, columns: count * wo,
+                         runs: (wo, phases.width), from: first * wo)
+                }
+            }
+        }
+    }
     }
 }
 
@@ -186,19 +196,18 @@ struct PhasePlanes: Sendable {
     /// Floats of one output channel of a block's grid.
     var gridSize: Int { blockRows * width }
 
-    /// B's row offsets for `channels` input channels: tap (c, ky, kx) in the weights' order.
-    func rowOffsets(channels: Int, _ p: Conv2DParameters) -> [Int] {
-        var rows = [Int]()
-        rows.reserveCapacity(channels * p.kernelH * p.kernelW)
+    /// B's row offsets for `channels` input channels into `rows`: tap (c, ky, kx) in the weights' order.
+    func rowOffsets(channels: Int, _ p: Conv2DParameters, into rows: UnsafeMutablePointer<Int>) {
+        var i = 0
         for c in 0..<channels {
             for ky in 0..<p.kernelH {
                 for kx in 0..<p.kernelW {
-                    rows.append(c * channelStride + ((ky % strideH) * strideW + kx % strideW) * planeSize
-                                + (ky / strideH) * width + kx / strideW)
+                    rows[i] = c * channelStride + ((ky % strideH) * strideW + kx % strideW) * planeSize
+                        + (ky / strideH) * width + kx / strideW
+                    i += 1
                 }
             }
         }
-        return rows
     }
 
     /// Writes the planes of the block starting at output row `first` from x [C, H, W].

@@ -22,8 +22,9 @@ public enum Parallel {
 
     /// Runs `body(i)` for every i in 0..<count, concurrently when count > 1; returns when all
     /// are done. The caller runs parts too. A call made while another is in progress (from
-    /// another thread, or from inside a body) runs serially on its own thread.
-    static func forEach(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    /// another thread, or from inside a body) runs serially on its own thread. Nothing is
+    /// allocated: `body` does not escape (its captures stay on the caller's stack).
+    static func forEach(_ count: Int, _ body: @Sendable (Int) -> Void) {
         if count == 1 {
             body(0)
         } else if count > 1 {
@@ -33,10 +34,25 @@ public enum Parallel {
 
     /// 0..<total in at most `parts` contiguous ranges, each starting at a multiple of `align`
     /// (the last takes the rest); fewer parts when there is too little work for them.
-    static func ranges(_ total: Int, parts: Int, align: Int = 1) -> [Range<Int>] {
-        let units = (total + align - 1) / align
-        let n = max(1, min(parts, units))
-        return (0..<n).map { i in min(total, i * units / n * align)..<min(total, (i + 1) * units / n * align) }
+    static func ranges(_ total: Int, parts: Int, align: Int = 1) -> Partition {
+        Partition(total: total, parts: parts, align: align)
+    }
+}
+
+/// `Parallel.ranges`: computed on demand, so a kernel splitting its work allocates nothing.
+struct Partition: Sendable {
+    let total: Int, units: Int, align: Int
+    /// Number of ranges.
+    let count: Int
+
+    init(total: Int, parts: Int, align: Int) {
+        (self.total, self.align) = (total, align)
+        units = (total + align - 1) / align
+        count = max(1, min(parts, units))
+    }
+
+    subscript(i: Int) -> Range<Int> {
+        min(total, i * units / count * align)..<min(total, (i + 1) * units / count * align)
     }
 }
 
@@ -56,25 +72,12 @@ struct Address<Pointee>: Sendable {
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    final class Job: Sendable {
-        let body: @Sendable (Int) -> Void
-        let count: Int
-        let next = Atomic<Int>(0)
-        let done = Atomic<Int>(0)
-        init(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) { (self.count, self.body) = (count, body) }
-
-        /// Claims and runs parts until none is left.
-        func work() {
-            while true {
-                let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard i < count else { return }
-                body(i)
-                done.add(1, ordering: .releasing)
-            }
-        }
-    }
-
-    private let current = Mutex<Job?>(nil)
+    /// The job in progress: its body (valid only until `run` returns) and part count.
+    private let current = Mutex<(body: @Sendable (Int) -> Void, count: Int)?>(nil)
+    /// Parts claimed and parts finished of the job in progress.
+    private let next = Atomic<Int>(0), done = Atomic<Int>(0)
+    /// Workers holding a copy of the current body: `run` returns only when none does.
+    private let holding = Atomic<Int>(0)
     private let generation = Atomic<Int>(0)
     private let busy = Atomic<Bool>(false)
     private let wakeup = NSCondition()
@@ -89,21 +92,36 @@ final class WorkerPool: Sendable {
         }
     }
 
-    func run(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    func run(_ count: Int, _ body: @Sendable (Int) -> Void) {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             for i in 0..<count { body(i) }
             return
         }
         defer { busy.store(false, ordering: .releasing) }
-        let job = Job(count, body)
-        current.withLock { $0 = job }
-        wakeup.lock()
-        generation.add(1, ordering: .releasing)
-        wakeup.broadcast()
-        wakeup.unlock()
-        job.work()
-        while job.done.load(ordering: .acquiring) < count {}
-        current.withLock { $0 = nil }
+        withoutActuallyEscaping(body) { body in
+            next.store(0, ordering: .relaxed)
+            done.store(0, ordering: .relaxed)
+            current.withLock { $0 = (body, count) }
+            wakeup.lock()
+            generation.add(1, ordering: .releasing)
+            wakeup.broadcast()
+            wakeup.unlock()
+            work(body, count)
+            while done.load(ordering: .acquiring) < count {}
+            current.withLock { $0 = nil }
+            // `body` must not outlive this call (`withoutActuallyEscaping` checks it).
+            while holding.load(ordering: .acquiring) > 0 {}
+        }
+    }
+
+    /// Claims and runs parts until none is left.
+    private func work(_ body: @Sendable (Int) -> Void, _ count: Int) {
+        while true {
+            let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard i < count else { return }
+            body(i)
+            done.add(1, ordering: .releasing)
+        }
     }
 
     private func loop() {
@@ -119,7 +137,9 @@ final class WorkerPool: Sendable {
                 }
             }
             seen = generation.load(ordering: .acquiring)
-            if let job = current.withLock({ $0 }) { job.work() }
+            holding.add(1, ordering: .acquiring)
+            if let job = current.withLock({ $0 }) { work(job.body, job.count) }
+            holding.subtract(1, ordering: .releasing)
         }
     }
 }

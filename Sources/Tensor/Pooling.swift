@@ -10,48 +10,62 @@ public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Te
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
     let ho = (h + 2 * padding - kernel) / stride + 1, wo = (w + 2 * padding - kernel) / stride + 1
     precondition(ho > 0 && wo > 0, "maxPool2d: input \(h)×\(w) is smaller than the kernel")
-    let planes = Parallel.ranges(n * c, parts: Parallel.width)
+    let scratch = Scratch()
     return Tensor(shape: [n, c, ho, wo]) { yb in
-        x.scalars.withUnsafeBufferPointer { xb in
-            let xa = Address(xb.baseAddress!), ya = Address(yb.baseAddress!)
-            Parallel.forEach(planes.count) { part in
-                let xp = xa.pointer, yp = ya.pointer
-                if stride == 1 {
-                    // The plane padded with −∞ on every side, flattened: a window's row is `kernel`
-                    // consecutive floats and its column `kernel` floats a padded row apart, so both
-                    // passes run 16 flat positions at a time; positions past a row's last output
-                    // mix two rows and are never read back.
-                    let (pw, ph) = (w + 2 * padding, h + 2 * padding)
-                    let padded = UnsafeMutablePointer<Float>.allocate(capacity: 2 * ph * pw)
-                    let rows = padded + ph * pw
-                    defer { padded.deallocate() }
-                    padded.initialize(repeating: -.infinity, count: 2 * ph * pw)
-                    for plane in planes[part] {
-                        let src = xp + plane * h * w, dst = yp + plane * ho * wo
-                        for iy in 0..<h { (padded + (iy + padding) * pw + padding).update(from: src + iy * w, count: w) }
-                        maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows, count: ph * pw - kernel + 1)
-                        maxOfShifted(UnsafePointer(rows), step: pw, taps: kernel, into: padded, count: ho * pw)
-                        for oy in 0..<ho { (dst + oy * wo).update(from: padded + oy * pw, count: wo) }
-                        // The next plane's fill overwrites only the interior: restore the −∞ frame.
-                        padded.update(repeating: -.infinity, count: ho * pw)
-                    }
-                } else {
-                    for plane in planes[part] {
-                        let src = xp + plane * h * w, dst = yp + plane * ho * wo
-                        for oy in 0..<ho {
-                            for ox in 0..<wo {
-                                var m = -Float.infinity
-                                for ky in 0..<kernel {
-                                    let iy = oy * stride - padding + ky
-                                    guard iy >= 0 && iy < h else { continue }
-                                    for kx in 0..<kernel {
-                                        let ix = ox * stride - padding + kx
-                                        if ix >= 0 && ix < w { m = max(m, src[iy * w + ix]) }
-                                    }
-                                }
-                                dst[oy * wo + ox] = m
+        for image in 0..<n {
+            x.withMap(image: image) {
+                maxPool2d($0, kernel: kernel, stride: stride, padding: padding,
+                          into: Map(yb.baseAddress! + image * c * ho * wo, channels: c, height: ho, width: wo), scratch: scratch)
+            }
+        }
+    }
+}
+
+/// One image: x [C, H, W] → y [C, Ho, Wo].
+package func maxPool2d(_ x: Map, kernel: Int, stride: Int, padding: Int, into y: Map, scratch: Scratch) {
+    let (c, h, w) = (x.channels, x.height, x.width)
+    let ho = (h + 2 * padding - kernel) / stride + 1, wo = (w + 2 * padding - kernel) / stride + 1
+    precondition(kernel > 0 && stride > 0 && padding >= 0 && padding * 2 <= kernel && ho > 0 && wo > 0
+                 && y.channels == c && y.height == ho && y.width == wo,
+                 "maxPool2d: \(c)×\(h)×\(w), kernel \(kernel), stride \(stride), padding \(padding) into \(y.channels)×\(y.height)×\(y.width)")
+    let planes = Parallel.ranges(c, parts: Parallel.width)
+    // Per part, the padded plane and its row maxima (stride 1).
+    let (pw, ph) = (w + 2 * padding, h + 2 * padding)
+    let (buffers, _) = scratch.take(floats: stride == 1 ? planes.count * 2 * ph * pw : 0)
+    let (xa, ya, sa) = (Address(x.base), Address(y.base), Address(buffers))
+    Parallel.forEach(planes.count) { part in
+        let xp = xa.pointer, yp = ya.pointer
+        if stride == 1 {
+            // The plane padded with −∞ on every side, flattened: a window's row is `kernel`
+            // consecutive floats and its column `kernel` floats a padded row apart, so both
+            // passes run 16 flat positions at a time; positions past a row's last output
+            // mix two rows and are never read back.
+            let padded = sa.pointer + part * 2 * ph * pw, rows = padded + ph * pw
+            padded.initialize(repeating: -.infinity, count: 2 * ph * pw)
+            for plane in planes[part] {
+                let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                for iy in 0..<h { (padded + (iy + padding) * pw + padding).update(from: src + iy * w, count: w) }
+                maxOfShifted(UnsafePointer(padded), step: 1, taps: kernel, into: rows, count: ph * pw - kernel + 1)
+                maxOfShifted(UnsafePointer(rows), step: pw, taps: kernel, into: padded, count: ho * pw)
+                for oy in 0..<ho { (dst + oy * wo).update(from: padded + oy * pw, count: wo) }
+                // The next plane's fill overwrites only the interior: restore the −∞ frame.
+                padded.update(repeating: -.infinity, count: ho * pw)
+            }
+        } else {
+            for plane in planes[part] {
+                let src = xp + plane * h * w, dst = yp + plane * ho * wo
+                for oy in 0..<ho {
+                    for ox in 0..<wo {
+                        var m = -Float.infinity
+                        for ky in 0..<kernel {
+                            let iy = oy * stride - padding + ky
+                            guard iy >= 0 && iy < h else { continue }
+                            for kx in 0..<kernel {
+                                let ix = ox * stride - padding + kx
+                                if ix >= 0 && ix < w { m = max(m, src[iy * w + ix]) }
                             }
                         }
+                        dst[oy * wo + ox] = m
                     }
                 }
             }

@@ -7,24 +7,27 @@ public func softmax(_ x: Tensor, axis: Int = -1) -> Tensor {
     precondition(axis >= 0 && axis < x.rank && x.shape[axis] > 0, "softmax: axis \(axis) of shape \(x.shape)")
     let len = x.shape[axis], inner = x.shape[(axis + 1)...].reduce(1, *), outer = x.count / (len * inner)
     var y = x
-    y.scalars.withUnsafeMutableBufferPointer { yb in
-        let ya = Address(yb.baseAddress!), threads = yb.count >= 1 << 14 ? Parallel.width : 1
-        if inner == 1 {
-            let parts = Parallel.ranges(outer, parts: threads)
-            Parallel.forEach(parts.count) { part in
-                for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
-            }
-        } else {
-            let parts = Parallel.ranges(inner, parts: threads, align: 16)
-            Parallel.forEach(parts.count) { part in
-                for o in 0..<outer {
-                    softmaxColumns(ya.pointer + o * len * inner + parts[part].lowerBound, rows: len, stride: inner,
-                                   count: parts[part].count, scale: 1)
-                }
+    y.scalars.withUnsafeMutableBufferPointer { softmax($0.baseAddress!, outer: outer, length: len, inner: inner) }
+    return y
+}
+
+/// In place over x [outer, length, inner]: softmax along the middle axis.
+package func softmax(_ x: UnsafeMutablePointer<Float>, outer: Int, length len: Int, inner: Int) {
+    let ya = Address(x), threads = outer * len * inner >= 1 << 14 ? Parallel.width : 1
+    if inner == 1 {
+        let parts = Parallel.ranges(outer, parts: threads)
+        Parallel.forEach(parts.count) { part in
+            for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
+        }
+    } else {
+        let parts = Parallel.ranges(inner, parts: threads, align: 16)
+        Parallel.forEach(parts.count) { part in
+            for o in 0..<outer {
+                softmaxColumns(ya.pointer + o * len * inner + parts[part].lowerBound, rows: len, stride: inner,
+                               count: parts[part].count, scale: 1)
             }
         }
     }
-    return y
 }
 
 /// In-place softmax of one contiguous row.

@@ -20,24 +20,13 @@ public struct Tensor: Sendable, Equatable {
     }
 
     /// A tensor whose every scalar `initializer` writes (the buffer starts uninitialized:
-    /// no zero-fill pass for outputs a kernel overwrites anyway), with storage for at least
-    /// `capacity` scalars so that `append` can grow it in place.
-    public init(shape: [Int], capacity: Int = 0, uninitialized initializer: (UnsafeMutableBufferPointer<Float>) -> Void) {
+    /// no zero-fill pass for outputs a kernel overwrites anyway).
+    public init(shape: [Int], uninitialized initializer: (UnsafeMutableBufferPointer<Float>) -> Void) {
         let count = shape.reduce(1, *)
-        self.init(shape: shape, scalars: [Float](unsafeUninitializedCapacity: max(count, capacity)) { buffer, initialized in
-            initializer(UnsafeMutableBufferPointer(rebasing: buffer[..<count]))
+        self.init(shape: shape, scalars: [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initializer(buffer)
             initialized = count
         })
-    }
-
-    /// Appends `t` along `axis`; every axis before it must be 1 (a channel concatenation of
-    /// one image), so the scalars go on the end, in place when the storage has room.
-    public mutating func append(_ t: Tensor, axis: Int) {
-        precondition(axis < rank && shape[..<axis].allSatisfy { $0 == 1 } && t.rank == rank
-                     && t.shape[..<axis].allSatisfy { $0 == 1 } && t.shape[(axis + 1)...] == shape[(axis + 1)...],
-                     "append: \(t.shape) onto \(shape) along axis \(axis)")
-        shape[axis] += t.shape[axis]
-        scalars.append(contentsOf: t.scalars)
     }
 
     public var count: Int { scalars.count }

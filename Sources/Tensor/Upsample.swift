@@ -1,23 +1,32 @@
 /// Nearest-neighbour upsampling by an integer factor, as `nn.Upsample(scale_factor=s, mode="nearest")`.
 /// x: [N, C, H, W] → [N, C, H·s, W·s]; output (y, x) reads input (y / s, x / s).
-/// `reservingChannels`: storage for that many output channels, for `append` to fill in place.
-public func upsampleNearest(_ x: Tensor, scale: Int, reservingChannels: Int = 0) -> Tensor {
+public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
     precondition(x.rank == 4 && scale >= 1, "upsampleNearest: x \(x.shape), scale \(scale)")
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
-    let wo = w * scale
-    let parts = Parallel.ranges(n * c * h, parts: n * c * h * wo >= 1 << 15 ? Parallel.width : 1)
-    return Tensor(shape: [n, c, h * scale, wo], capacity: n * reservingChannels * h * scale * wo) { yb in
-        x.scalars.withUnsafeBufferPointer { xb in
-            let (xa, ya) = (Address(xb.baseAddress!), Address(yb.baseAddress!))
-            Parallel.forEach(parts.count) { t in
-                for row in parts[t] {
-                    let src = xa.pointer + row * w, dst = ya.pointer + row * wo * scale
-                    for ix in 0..<w {
-                        (dst + ix * scale).initialize(repeating: src[ix], count: scale)
-                    }
-                    for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
-                }
+    return Tensor(shape: [n, c, h * scale, w * scale]) { yb in
+        for image in 0..<n {
+            x.withMap(image: image) {
+                upsampleNearest($0, scale: scale, into: Map(yb.baseAddress! + image * c * h * w * scale * scale,
+                                                            channels: c, height: h * scale, width: w * scale))
             }
+        }
+    }
+}
+
+/// One image: x [C, H, W] → y [C, H·s, W·s].
+package func upsampleNearest(_ x: Map, scale: Int, into y: Map) {
+    precondition(scale >= 1 && y.channels == x.channels && y.height == x.height * scale && y.width == x.width * scale,
+                 "upsampleNearest: \(x.channels)×\(x.height)×\(x.width) by \(scale) into \(y.channels)×\(y.height)×\(y.width)")
+    let (rows, w, wo) = (x.channels * x.height, x.width, y.width)
+    let parts = Parallel.ranges(rows, parts: y.count >= 1 << 15 ? Parallel.width : 1)
+    let (xa, ya) = (Address(x.base), Address(y.base))
+    Parallel.forEach(parts.count) { t in
+        for row in parts[t] {
+            let src = xa.pointer + row * w, dst = ya.pointer + row * wo * scale
+            for ix in 0..<w {
+                (dst + ix * scale).initialize(repeating: src[ix], count: scale)
+            }
+            for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
         }
     }
 }

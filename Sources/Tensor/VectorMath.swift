@@ -111,7 +111,7 @@ func map16(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ co
 
 /// y[i] = a[i] + b[i] for i < count; `y` may alias `a` or `b`.
 @inlinable
-func addVectors(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count: Int) {
+package func addVectors(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count: Int) {
     var i = 0
     while i + 16 <= count {
         y.store(a.vec16(i) + b.vec16(i), at: i)

@@ -44,14 +44,14 @@ enum Winograd {
 package func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int, weight: UnsafePointer<Float>,
                             outputs cout: Int, _ y: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
                             activation: Activation, residual: UnsafePointer<Float>?, threads: Int,
-                            tiles: TileGeometry = .target) {
+                            scratch: Scratch, tiles: TileGeometry = .target) {
     switch tiles {
     case .avx512:
         winogradConv2d(Row48.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
-                       activation: activation, residual: residual, threads: threads)
+                       activation: activation, residual: residual, threads: threads, scratch: scratch)
     case .avx2:
         winogradConv2d(Row24.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
-                       activation: activation, residual: residual, threads: threads)
+                       activation: activation, residual: residual, threads: threads, scratch: scratch)
     }
 }
 
@@ -59,57 +59,54 @@ package func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int
 private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int,
                                         weight: UnsafePointer<Float>, outputs cout: Int, _ y: UnsafeMutablePointer<Float>,
                                         bias: UnsafePointer<Float>, activation: Activation,
-                                        residual: UnsafePointer<Float>?, threads: Int) {
+                                        residual: UnsafePointer<Float>?, threads: Int, scratch: Scratch) {
     let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
     let pack = (cout + 7) / 8 * cin * 8, depth = min(cin, winogradDepth)
     let grid = PhasePlanes(channels: cin, h: h, w: w, ho: tilesY, threads: threads, Winograd.patches)
     // The last strip of a block reads up to a strip of junk tiles past the planes.
     let planesCount = grid.count + R.width
     let perThread = planesCount + 16 * (depth + cout) * R.width
-    let taps = grid.rowOffsets(channels: cin, Winograd.patches)
-    let zeros = [Float](repeating: 0, count: cout)
     let parts = Parallel.ranges(grid.blockCount, parts: threads)
-    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: parts.count * perThread)
-    defer { buffers.deallocate() }
-    taps.withUnsafeBufferPointer { tb in
-    zeros.withUnsafeBufferPointer { zb in
-        let (xa, wa, ya, ba) = (Address(x), Address(weight), Address(y), Address(bias))
-        let (ta, za, scratch) = (Address(tb.baseAddress!), Address(zb.baseAddress!), Address(buffers))
-        let res = residual.map { Address($0) }
-        Parallel.forEach(parts.count) { t in
-            let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
-            let epilogue = Epilogue(bias: ba.pointer, activation: activation, residual: res.map { UnsafePointer($0.pointer) })
-            let plain = Epilogue(bias: za.pointer, activation: .none, residual: nil)
-            for block in parts[t] {
-                let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
-                grid.fill(planes, from: xa.pointer, outputRows: first, Winograd.patches)
-                for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {
-                    for step in stride(from: 0, to: cin, by: depth) {
-                        let steps = step..<min(cin, step + depth)
-                        for c in steps {
-                            transformInput(planes, taps: ta.pointer + 16 * c, into: panels + (c - step) * R.width,
-                                           point: depth * R.width, columns: column..<(column + R.width))
-                        }
-                        for point in 0..<16 {
-                            let a = wa.pointer + point * pack
-                            for row in stride(from: 0, to: cout, by: R.rows) {
-                                tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
-                                     b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
-                                     c: m + point * cout * R.width, ldc: R.width, column: 0, plain)
-                            }
+    // Each thread's planes, panels and strip outputs, then a zero bias; the patch taps.
+    let (buffers, taps) = scratch.take(floats: parts.count * perThread + cout, ints: cin * 16)
+    let zeros = buffers + parts.count * perThread
+    zeros.initialize(repeating: 0, count: cout)
+    grid.rowOffsets(channels: cin, Winograd.patches, into: taps)
+    let (xa, wa, ya, ba) = (Address(x), Address(weight), Address(y), Address(bias))
+    let (ta, za, sa) = (Address(taps), Address(zeros), Address(buffers))
+    let res = residual.map { Address($0) }
+    Parallel.forEach(parts.count) { t in
+        let planes = sa.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
+        let epilogue = Epilogue(bias: ba.pointer, activation: activation, residual: res.map { UnsafePointer($0.pointer) })
+        let plain = Epilogue(bias: za.pointer, activation: .none, residual: nil)
+        for block in parts[t] {
+            let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
+            grid.fill(planes, from: xa.pointer, outputRows: first, Winograd.patches)
+            for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {
+                for step in stride(from: 0, to: cin, by: depth) {
+                    let steps = step..<min(cin, step + depth)
+                    for c in steps {
+                        transformInput(planes, taps: ta.pointer + 16 * c, into: panels + (c - step) * R.width,
+                                       point: depth * R.width, columns: column..<(column + R.width))
+                    }
+                    for point in 0..<16 {
+                        let a = wa.pointer + point * pack
+                        for row in stride(from: 0, to: cout, by: R.rows) {
+                            tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
+                                 b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
+                                 c: m + point * cout * R.width, ldc: R.width, column: 0, plain)
                         }
                     }
-                    for q in stride(from: 0, to: R.width, by: 8) {
-                        for o in 0..<cout {
-                            transformOutput(m + o * R.width + q, point: cout * R.width, tiles: column + q,
-                                            grid: (width: grid.width, columns: tilesX, rows: tileRows),
-                                            into: ya.pointer, row: 2 * first, h: h, w: w, channel: o, epilogue)
-                        }
+                }
+                for q in stride(from: 0, to: R.width, by: 8) {
+                    for o in 0..<cout {
+                        transformOutput(m + o * R.width + q, point: cout * R.width, tiles: column + q,
+                                        grid: (width: grid.width, columns: tilesX, rows: tileRows),
+                                        into: ya.pointer, row: 2 * first, h: h, w: w, channel: o, epilogue)
                     }
                 }
             }
         }
-    }
     }
 }
 

@@ -21,15 +21,22 @@ struct Attention: Sendable {
         pe = try Conv(&w, p + ".pe", dim, dim, k: 3, g: dim, activation: .none)
     }
 
-    /// attention(x) + residual.
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil) -> Tensor {
-        let (c, h, wd) = (x.shape[1], x.shape[2], x.shape[3])
-        let n = h * wd
-        // qkv: [1, heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
-        let qkv = qkv(x).reshaped([heads, 2 * keyDim + headDim, n])
-        let out = attention(qkv, keyDim: keyDim, headDim: headDim, scale: scale)  // [heads, headDim, N]
-        let v = slice(qkv, (2 * keyDim)..<(2 * keyDim + headDim), axis: 1)
-        return proj(pe(v.reshaped([1, c, h, wd]), residual: out.reshaped([1, c, h, wd])), residual: residual)
+    /// attention(x) + residual into y.
+    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
+        let (c, n) = (x.channels, x.plane)
+        // qkv: [heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
+        let qkv = qkv(x, ws), out = ws.map(channels: c, like: x), v = ws.map(channels: c, like: x)
+        attention(qkv.base, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, scale: scale, into: out.base,
+                  scratch: ws.scratch)  // [heads, headDim, N]
+        let rows = 2 * keyDim + headDim
+        for h in 0..<heads { qkv.channels((h * rows + 2 * keyDim)..<((h + 1) * rows)).write(to: v.channels((h * headDim)..<((h + 1) * headDim))) }
+        let encoded = ws.map(channels: c, like: x)
+        pe(v, into: encoded, residual: out, ws)
+        proj(encoded, into: y, residual: residual, ws)
+        ws.release(encoded)
+        ws.release(v)
+        ws.release(out)
+        ws.release(qkv)
     }
 }
 
@@ -44,9 +51,14 @@ struct PSABlock: Sendable {
         ffn1 = try Conv(&w, p + ".ffn.1", 2 * c, c, activation: .none)
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        let y = attn(x, residual: x)
-        return ffn1(ffn0(y), residual: y)
+    /// y may be x: x is last read before y is written.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let a = ws.map(channels: x.channels, like: x)
+        attn(x, into: a, residual: x, ws)
+        let f = ffn0(a, ws)
+        ffn1(f, into: y, residual: a, ws)
+        ws.release(f)
+        ws.release(a)
     }
 }
 
@@ -65,8 +77,11 @@ struct C2PSA: Sendable {
         m = try (0..<n).map { try PSABlock(&w, p + ".m.\($0)", c, heads: max(c / 64, 1)) }
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        let ab = split(cv1(x), sizes: [hidden, hidden], axis: 1)
-        return cv2(concat([ab[0], m.reduce(ab[1]) { $1($0) }], axis: 1))
+    /// The blocks run in place on the second half of cv1's output, which is cv2's input.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let ab = cv1(x, ws), b = ab.channels(hidden..<(2 * hidden))
+        for block in m { block(b, into: b, ws) }
+        cv2(ab, into: y, ws)
+        ws.release(ab)
     }
 }

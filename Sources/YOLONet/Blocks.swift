@@ -14,8 +14,10 @@ struct Bottleneck: Sendable {
         residual = shortcut && c1 == c2
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        cv2(cv1(x), residual: residual ? x : nil)
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let t = cv1(x, ws)
+        cv2(t, into: y, residual: residual ? x : nil, ws)
+        ws.release(t)
     }
 }
 
@@ -33,8 +35,24 @@ struct C3k: Sendable {
         m = try (0..<n).map { try Bottleneck(&w, p + ".m.\($0)", hidden, hidden, shortcut: shortcut, k: k, e: 1) }
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        cv3(concat([m.reduce(cv1(x)) { $1($0) }, cv2(x)], axis: 1))
+    /// The blocks' last output and cv2(x) are written into the halves of cv3's input.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let hidden = cv1.weight.shape[0]
+        let joined = ws.map(channels: 2 * hidden, like: x), first = joined.channels(0..<hidden)
+        if m.isEmpty {
+            cv1(x, into: first, ws)
+        } else {
+            var a = cv1(x, ws)
+            for (j, block) in m.enumerated() {
+                let next = j == m.count - 1 ? first : ws.map(channels: hidden, like: x)
+                block(a, into: next, ws)
+                ws.release(a)
+                a = next
+            }
+        }
+        cv2(x, into: joined.channels(hidden..<(2 * hidden)), ws)
+        cv3(joined, into: y, ws)
+        ws.release(joined)
     }
 }
 
@@ -46,11 +64,15 @@ struct C3k2: Sendable {
         case c3k(C3k)
         case attention(Bottleneck, PSABlock)
 
-        func callAsFunction(_ x: Tensor) -> Tensor {
+        func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
             switch self {
-            case .bottleneck(let b): b(x)
-            case .c3k(let c): c(x)
-            case .attention(let b, let psa): psa(b(x))
+            case .bottleneck(let b): b(x, into: y, ws)
+            case .c3k(let c): c(x, into: y, ws)
+            case .attention(let b, let psa):
+                let t = ws.map(channels: y.channels, like: y)
+                b(x, into: t, ws)
+                psa(t, into: y, ws)
+                ws.release(t)
             }
         }
     }
@@ -76,18 +98,16 @@ struct C3k2: Sendable {
         }
     }
 
-    /// cv1 writes into storage for every piece; each block's output is appended to it in place.
-    /// `x` is let go once cv1 has read it: when the caller handed over the only reference, its
-    /// storage is freed before the blocks and cv2 allocate theirs.
-    func callAsFunction(_ x: consuming Tensor) -> Tensor {
-        var pieces = cv1(x, reservingChannels: (2 + m.count) * hidden)
-        _ = consume x
-        var last = slice(pieces, hidden..<(2 * hidden), axis: 1)
-        for block in m {
-            last = block(last)
-            pieces.append(last, axis: 1)
+    /// cv1 writes the first two pieces of cv2's input, each block the next piece from the last.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let pieces = ws.map(channels: (2 + m.count) * hidden, like: x)
+        cv1(x, into: pieces.channels(0..<(2 * hidden)), ws)
+        for (j, block) in m.enumerated() {
+            block(pieces.channels((1 + j) * hidden..<((2 + j) * hidden)),
+                  into: pieces.channels((2 + j) * hidden..<((3 + j) * hidden)), ws)
         }
-        return cv2(pieces)
+        cv2(pieces, into: y, ws)
+        ws.release(pieces)
     }
 }
 
@@ -108,9 +128,16 @@ struct SPPF: Sendable {
         residual = shortcut && c1 == c2
     }
 
-    func callAsFunction(_ x: Tensor) -> Tensor {
-        var pieces = [cv1(x)]
-        for _ in 0..<n { pieces.append(maxPool2d(pieces[pieces.count - 1], kernel: k, stride: 1, padding: k / 2)) }
-        return cv2(concat(pieces, axis: 1), residual: residual ? x : nil)
+    /// cv1 and each pool write their piece of cv2's input.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        let hidden = cv1.weight.shape[0]
+        let pieces = ws.map(channels: (n + 1) * hidden, like: x)
+        cv1(x, into: pieces.channels(0..<hidden), ws)
+        for j in 0..<n {
+            maxPool2d(pieces.channels(j * hidden..<((j + 1) * hidden)), kernel: k, stride: 1, padding: k / 2,
+                      into: pieces.channels((j + 1) * hidden..<((j + 2) * hidden)), scratch: ws.scratch)
+        }
+        cv2(pieces, into: y, residual: residual ? x : nil, ws)
+        ws.release(pieces)
     }
 }

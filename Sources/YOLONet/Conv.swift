@@ -22,11 +22,23 @@ package struct Conv: Sendable {
         try Conv(&source, prefix, c1, c2, k: k, s: s, g: gcd(c1, c2))
     }
 
-    /// The convolution, plus `residual` (same shape as the output) added after the activation;
-    /// storage for `reservingChannels` output channels, for blocks that append to it.
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, reservingChannels: Int = 0) -> Tensor {
-        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual,
-               reservingChannels: reservingChannels)
+    /// The convolution into `y`, plus `residual` (the output's shape) added after the activation.
+    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
+        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual, into: y,
+               scratch: ws.scratch)
+    }
+
+    /// The convolution into a new map of `ws`.
+    func callAsFunction(_ x: Map, _ ws: Workspace) -> Map {
+        let y = output(x, ws)
+        self(x, into: y, ws)
+        return y
+    }
+
+    /// A map of `ws` for this convolution's output on `x`.
+    func output(_ x: Map, _ ws: Workspace) -> Map {
+        let (h, w) = parameters.outputSize(h: x.height, w: x.width)
+        return ws.map(channels: weight.shape[0], height: h, width: w)
     }
 
     /// Multiply-adds × 2 for an output of `outputShape`.

@@ -18,6 +18,31 @@ package struct HeadOutput: Sendable {
     /// "boxes" [1, 4 · regMax, anchors], "scores" (class logits) [1, nc, anchors], and per task
     /// "mask_coefficient", "kpts" or "angle".
     package let raw: [String: Tensor]
+
+    /// Copies of the maps in `head`.
+    package init(_ head: HeadMaps) {
+        func tensor(_ map: Map) -> Tensor { Tensor(map).reshaped([1, map.channels, map.width]) }
+        output = head.outputRank == 2 ? Tensor(head.output).reshaped([1, head.output.width]) : tensor(head.output)
+        protos = head.protos.map { Tensor($0) }
+        var raw = [String: Tensor]()
+        for (name, map) in [("boxes", head.boxes), ("scores", head.scores), ("logits", head.logits)] {
+            if let map { raw[name] = name == "logits" ? Tensor(map).reshaped([1, map.width]) : tensor(map) }
+        }
+        if let (name, map) = head.extra { raw[name] = tensor(map) }
+        self.raw = raw
+    }
+}
+
+/// A head's results in its workspace, valid until the workspace's next pass: `HeadOutput`'s
+/// tensors as maps whose height is 1 (a [1, c, n] tensor is a map of c channels of width n).
+package struct HeadMaps {
+    /// `HeadOutput.output`; rank 2 ([1, n], classify) or 3.
+    package let output: Map
+    package let outputRank: Int
+    package let protos: Map?
+    /// The raw maps: detect heads' boxes, scores and task extra; Classify's logits.
+    package let boxes: Map?, scores: Map?, logits: Map?
+    package let extra: (name: String, map: Map)?
 }
 
 /// How an end-to-end head picks its detections (Ultralytics sets these on the head from the
@@ -78,10 +103,12 @@ struct Detect: Sendable {
     let proto: Proto26?
     /// DFL bin weights (0, 1, …, regMax − 1 in every Ultralytics model).
     let dfl: [Float]
+    /// Each level's input-to-map size ratio.
+    let strides: [Int]
 
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
-         task: HeadTask, channels: [Int]) throws {
-        (self.nc, self.regMax, self.endToEnd, self.task) = (nc, regMax, endToEnd, task)
+         task: HeadTask, channels: [Int], strides: [Int]) throws {
+        (self.nc, self.regMax, self.endToEnd, self.task, self.strides) = (nc, regMax, endToEnd, task, strides)
         let c2 = max(16, channels[0] / 4, regMax * 4), c3 = max(channels[0], min(nc, 100))
         /// The box, class and extra branches of one head ("one2one_" or "").
         func branches(_ prefix: String) throws -> ([[Conv]], [[Conv]], [[Conv]]) {
@@ -137,172 +164,197 @@ struct Detect: Sendable {
         dfl = regMax > 1 ? try w.tensor(p + ".dfl.conv.weight", shape: [1, regMax, 1, 1]).scalars : []
     }
 
-    /// features: one [1, C_i, H_i, W_i] map per level; `strides` the input-to-map ratio of each.
-    func callAsFunction(_ features: [Tensor], strides: [Int], selection: HeadSelection) -> HeadOutput {
-        var boxMaps = [Tensor](), clsMaps = [Tensor](), extraMaps = [Tensor]()
-        let e = task.extraChannels
-        for (i, x) in features.enumerated() {
-            let plane = x.shape[2] * x.shape[3]
-            boxMaps.append(box[i].reduce(x) { $1($0) }.reshaped([4 * regMax, plane]))
-            clsMaps.append(cls[i].reduce(x) { $1($0) }.reshaped([nc, plane]))
-            if e > 0 { extraMaps.append(extra[i].reduce(x) { $1($0) }.reshaped([e, plane])) }
+    /// feature(i): level i's [C_i, H_i, W_i] map. The results are written into `ws`'s buffers.
+    func callAsFunction(_ feature: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps {
+        let levels = strides.count, e = task.extraChannels
+        var a = 0
+        for i in 0..<levels { a += feature(i).plane }
+        let boxes = ws.buffer(Slot.boxes, Float.self, count: 4 * regMax * a)
+        let scores = ws.buffer(Slot.scores, Float.self, count: nc * a)
+        let extras = ws.buffer(Slot.extras, Float.self, count: e * a)
+        var column = 0
+        for i in 0..<levels {
+            let x = feature(i)
+            run(box[i], x, into: boxes, columns: a, from: column, ws)
+            run(cls[i], x, into: scores, columns: a, from: column, ws)
+            if e > 0 { run(extra[i], x, into: extras, columns: a, from: column, ws) }
+            column += x.plane
         }
-        let boxes = concat(boxMaps, axis: 1), scores = concat(clsMaps, axis: 1)
-        let extras = e > 0 ? concat(extraMaps, axis: 1) : nil
-        let anchors = boxes.shape[1]
-        var decoded = decode(boxes, angles: extras.flatMap { task.extraName == "angle" ? $0 : nil },
-                             features: features, strides: strides)  // [4, A]
-        if let extras {
-            decoded = concat([decoded, task.extraName == "kpts" ? decodeKeypoints(extras, features: features, strides: strides)
-                                                                 : extras], axis: 0)
+        // decoded [4 + E, A]: the boxes in input pixels, then the extras (keypoints decoded).
+        let decoded = ws.buffer(Slot.decoded, Float.self, count: (4 + e) * a)
+        decode(boxes, anchors: a, angles: task.extraName == "angle" ? extras : nil, feature, into: decoded, ws)
+        if e > 0 {
+            (decoded + 4 * a).update(from: extras, count: e * a)
+            if task.extraName == "kpts" { decodeKeypoints(decoded + 4 * a, anchors: a, feature) }
         }
-        let probs = activated(scores, .sigmoid)
-        let output: Tensor
+        let probs = ws.buffer(Slot.probs, Float.self, count: nc * a)
+        activate(.sigmoid, scores, probs, count: nc * a)
+        let output: Map
         if endToEnd {
-            output = topK(decoded, probs, selection)
+            output = topK(decoded, probs, anchors: a, selection, ws)
         } else {
             // Ultralytics' order: box, class probabilities, then the task's extras.
-            let parts = split(decoded, sizes: [4, e], axis: 0)
-            output = concat([parts[0], probs, parts[1]], axis: 0).reshaped([1, 4 + nc + e, anchors])
+            let out = ws.buffer(Slot.output, Float.self, count: (4 + nc + e) * a)
+            out.update(from: decoded, count: 4 * a)
+            (out + 4 * a).update(from: probs, count: nc * a)
+            (out + (4 + nc) * a).update(from: decoded + 4 * a, count: e * a)
+            output = Map(out, channels: 4 + nc + e, height: 1, width: a)
         }
-        var raw = ["boxes": boxes.reshaped([1, 4 * regMax, anchors]), "scores": scores.reshaped([1, nc, anchors])]
-        if let extras { raw[task.extraName] = extras.reshaped([1, e, anchors]) }
-        return HeadOutput(output: output, protos: proto.map { $0(features) }, raw: raw)
+        return HeadMaps(output: output, outputRank: 3, protos: proto.map { $0(feature, ws) },
+                        boxes: Map(boxes, channels: 4 * regMax, height: 1, width: a),
+                        scores: Map(scores, channels: nc, height: 1, width: a), logits: nil,
+                        extra: e > 0 ? (task.extraName, Map(extras, channels: e, height: 1, width: a)) : nil)
+    }
+
+    /// `Workspace.buffer` slots of the head's results and tables.
+    enum Slot {
+        static let boxes = 0, scores = 1, extras = 2, decoded = 3, probs = 4, output = 5, distances = 6
+        static let best = 7, labels = 8, order = 9, candidates = 10, protos = 11
+    }
+
+    /// The branch `convs` on x, its last map's rows written to columns `column ..< column + H·W` of
+    /// `out` [C, columns].
+    private func run(_ convs: [Conv], _ x: Map, into out: UnsafeMutablePointer<Float>, columns: Int, from column: Int,
+                     _ ws: Workspace) {
+        var y = convs[0](x, ws)
+        for conv in convs.dropFirst() {
+            let next = conv(y, ws)
+            ws.release(y)
+            y = next
+        }
+        for c in 0..<y.channels { (out + c * columns + column).update(from: y.base + c * y.plane, count: y.plane) }
+        ws.release(y)
     }
 
     /// Distances (left, top, right, bottom) from each anchor centre → boxes in input pixels:
     /// xyxy for end-to-end heads, xywh otherwise; with `angles`, rotated xywh (Ultralytics
-    /// `dist2rbox`). boxes: [4 · regMax, A] → [4, A].
-    private func decode(_ boxes: Tensor, angles: Tensor?, features: [Tensor], strides: [Int]) -> Tensor {
-        let a = boxes.shape[1], d = distances(boxes).scalars
-        var out = Tensor(zeros: [4, a])
+    /// `dist2rbox`). boxes: [4 · regMax, A] → out [4, A].
+    private func decode(_ boxes: UnsafeMutablePointer<Float>, anchors a: Int, angles: UnsafePointer<Float>?,
+                        _ feature: (Int) -> Map, into out: UnsafeMutablePointer<Float>, _ ws: Workspace) {
+        let d = distances(boxes, anchors: a, ws)
         var anchor = 0
-        for (level, x) in features.enumerated() {
-            let s = Float(strides[level])
-            for gy in 0..<x.shape[2] {
-                for gx in 0..<x.shape[3] {
+        for level in 0..<strides.count {
+            let s = Float(strides[level]), x = feature(level)
+            for gy in 0..<x.height {
+                for gx in 0..<x.width {
                     let (l, t, r, b) = (d[anchor], d[a + anchor], d[2 * a + anchor], d[3 * a + anchor])
                     let ax = Float(gx) + 0.5, ay = Float(gy) + 0.5
                     let values: (Float, Float, Float, Float)
                     if let angles {
-                        let theta = angles.scalars[anchor], cosine = Foundation.cos(theta), sine = Foundation.sin(theta)
+                        let theta = angles[anchor], cosine = Foundation.cos(theta), sine = Foundation.sin(theta)
                         let xf = (r - l) / 2, yf = (b - t) / 2
                         values = (xf * cosine - yf * sine + ax, xf * sine + yf * cosine + ay, l + r, t + b)
                     } else {
                         let x1 = ax - l, y1 = ay - t, x2 = ax + r, y2 = ay + b
                         values = endToEnd ? (x1, y1, x2, y2) : ((x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1)
                     }
-                    out.scalars[anchor] = values.0 * s
-                    out.scalars[a + anchor] = values.1 * s
-                    out.scalars[2 * a + anchor] = values.2 * s
-                    out.scalars[3 * a + anchor] = values.3 * s
+                    out[anchor] = values.0 * s
+                    out[a + anchor] = values.1 * s
+                    out[2 * a + anchor] = values.2 * s
+                    out[3 * a + anchor] = values.3 * s
                     anchor += 1
                 }
             }
         }
-        return out
     }
 
-    /// Pose26 keypoints: x, y offsets from the anchor centre in cells → input pixels; the
-    /// visibility logit → probability. kpts: [K · dims, A].
-    private func decodeKeypoints(_ kpts: Tensor, features: [Tensor], strides: [Int]) -> Tensor {
-        guard case .pose(let keypoints, let dims) = task else { return kpts }
-        let a = kpts.shape[1]
-        var out = kpts
+    /// Pose26 keypoints, in place: x, y offsets from the anchor centre in cells → input pixels;
+    /// the visibility logit → probability. kpts: [K · dims, A].
+    private func decodeKeypoints(_ kpts: UnsafeMutablePointer<Float>, anchors a: Int, _ feature: (Int) -> Map) {
+        guard case .pose(let keypoints, let dims) = task else { return }
         var anchor = 0
-        for (level, x) in features.enumerated() {
-            let s = Float(strides[level])
-            for gy in 0..<x.shape[2] {
-                for gx in 0..<x.shape[3] {
+        for level in 0..<strides.count {
+            let s = Float(strides[level]), x = feature(level)
+            for gy in 0..<x.height {
+                for gx in 0..<x.width {
                     for k in 0..<keypoints {
                         let row = k * dims
-                        out.scalars[row * a + anchor] = (kpts.scalars[row * a + anchor] + Float(gx) + 0.5) * s
-                        out.scalars[(row + 1) * a + anchor] = (kpts.scalars[(row + 1) * a + anchor] + Float(gy) + 0.5) * s
+                        kpts[row * a + anchor] = (kpts[row * a + anchor] + Float(gx) + 0.5) * s
+                        kpts[(row + 1) * a + anchor] = (kpts[(row + 1) * a + anchor] + Float(gy) + 0.5) * s
                     }
                     anchor += 1
                 }
             }
         }
         if dims == 3 {
-            out.scalars.withUnsafeMutableBufferPointer { p in
-                for k in 0..<keypoints {
-                    let row = p.baseAddress! + (k * 3 + 2) * a
-                    applyActivation(.sigmoid, row, row, count: a)
-                }
+            for k in 0..<keypoints {
+                let row = kpts + (k * 3 + 2) * a
+                applyActivation(.sigmoid, row, row, count: a)
             }
         }
-        return out
     }
 
-    /// One side's distance: the raw value when regMax is 1, else the DFL expectation
-    /// Σ softmax(bins)ᵢ · dflᵢ over the side's regMax bins.
     /// Ultralytics `DFL`: each side's distance as the expectation of its `regMax` bins under a
-    /// softmax over them. boxes: [4 · regMax, A] → [4, A].
-    private func distances(_ boxes: Tensor) -> Tensor {
-        guard regMax > 1 else { return boxes }
-        let a = boxes.shape[1]
-        let p = softmax(boxes.reshaped([4, regMax, a]), axis: 1)
-        var d = [Float](repeating: 0, count: 4 * a)
+    /// softmax over them; the raw values when regMax is 1. boxes: [4 · regMax, A] → [4, A].
+    private func distances(_ boxes: UnsafeMutablePointer<Float>, anchors a: Int, _ ws: Workspace) -> UnsafePointer<Float> {
+        guard regMax > 1 else { return UnsafePointer(boxes) }
+        let p = ws.buffer(Slot.distances, Float.self, count: (4 * regMax + 4) * a), d = p + 4 * regMax * a
+        p.update(from: boxes, count: 4 * regMax * a)
+        softmax(p, outer: 4, length: regMax, inner: a)
+        d.initialize(repeating: 0, count: 4 * a)
         for side in 0..<4 {
             for k in 0..<regMax {
                 let w = dfl[k], row = (side * regMax + k) * a
-                for i in 0..<a { d[side * a + i] += p.scalars[row + i] * w }
+                for i in 0..<a { d[side * a + i] += p[row + i] * w }
             }
         }
-        return Tensor(shape: [4, a], scalars: d)
+        return UnsafePointer(d)
     }
 
     /// Ultralytics `Detect.postprocess`: the k anchors with the best class score, then the k
     /// best (anchor, class) pairs among them; with `agnostic`, the k best anchors with their
-    /// best class each. decoded: [4 + E, A], probs: [nc, A] → [1, k, 6 + E] rows of
+    /// best class each. decoded: [4 + E, A], probs: [nc, A] → [k, 6 + E] rows of
     /// (box, score, class, extras).
-    private func topK(_ decoded: Tensor, _ probs: Tensor, _ selection: HeadSelection) -> Tensor {
-        let a = decoded.shape[1], k = min(selection.maxDetections, a), e = decoded.shape[0] - 4
+    private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, anchors a: Int,
+                      _ selection: HeadSelection, _ ws: Workspace) -> Map {
+        let k = min(selection.maxDetections, a), e = task.extraChannels
         // Each anchor's best class (the first on ties), 16 anchors at a time.
-        var best = [Float](repeating: -.infinity, count: a), label = [Int32](repeating: 0, count: a)
-        probs.scalars.withUnsafeBufferPointer { p in
-            best.withUnsafeMutableBufferPointer { b in
-                label.withUnsafeMutableBufferPointer { l in
-                    var i = 0
-                    while i + 16 <= a {
-                        var m = SIMD16<Float>(repeating: -.infinity), arg = SIMD16<Int32>(repeating: 0)
-                        for c in 0..<nc {
-                            let v = UnsafeRawPointer(p.baseAddress! + c * a + i).loadUnaligned(as: SIMD16<Float>.self)
-                            let better = v .> m
-                            m.replace(with: v, where: better)
-                            arg.replace(with: Int32(c), where: better)
-                        }
-                        UnsafeMutableRawPointer(b.baseAddress! + i).storeBytes(of: m, as: SIMD16<Float>.self)
-                        UnsafeMutableRawPointer(l.baseAddress! + i).storeBytes(of: arg, as: SIMD16<Int32>.self)
-                        i += 16
-                    }
-                    for c in 0..<nc {
-                        for j in i..<a where p[c * a + j] > b[j] { (b[j], l[j]) = (p[c * a + j], Int32(c)) }
-                    }
-                }
+        let best = ws.buffer(Slot.best, Float.self, count: a), label = ws.buffer(Slot.labels, Int32.self, count: a)
+        var i = 0
+        while i + 16 <= a {
+            var m = SIMD16<Float>(repeating: -.infinity), arg = SIMD16<Int32>(repeating: 0)
+            for c in 0..<nc {
+                let v = UnsafeRawPointer(probs + c * a + i).loadUnaligned(as: SIMD16<Float>.self)
+                let better = v .> m
+                m.replace(with: v, where: better)
+                arg.replace(with: Int32(c), where: better)
             }
+            UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(label + i).storeBytes(of: arg, as: SIMD16<Int32>.self)
+            i += 16
         }
-        let anchors = topIndices(best, k)
-        /// Rows of (box, score, class, extras) for anchors `i`.
-        func rows(_ picks: [(anchor: Int, score: Float, label: Int)]) -> Tensor {
-            var rows = [Float]()
-            rows.reserveCapacity(k * (6 + e))
-            for (i, score, label) in picks {
-                for r in 0..<4 { rows.append(decoded.scalars[r * a + i]) }
-                rows.append(score)
-                rows.append(Float(label))
-                for r in 0..<e { rows.append(decoded.scalars[(4 + r) * a + i]) }
-            }
-            return Tensor(shape: [1, k, 6 + e], scalars: rows)
+        for j in i..<a { (best[j], label[j]) = (-.infinity, 0) }
+        for c in 0..<nc {
+            for j in i..<a where probs[c * a + j] > best[j] { (best[j], label[j]) = (probs[c * a + j], Int32(c)) }
+        }
+        let order = ws.buffer(Slot.order, Int.self, count: max(a, k * nc))
+        topIndices(best, count: a, k, order: order)
+        let out = ws.buffer(Slot.output, Float.self, count: k * (6 + e))
+        /// Row r: anchor `anchor`'s box, `score`, `label`, extras.
+        func row(_ r: Int, anchor: Int, score: Float, label: Int) {
+            let o = out + r * (6 + e)
+            for j in 0..<4 { o[j] = decoded[j * a + anchor] }
+            (o[4], o[5]) = (score, Float(label))
+            for j in 0..<e { o[6 + j] = decoded[(4 + j) * a + anchor] }
         }
         if selection.agnostic {
-            return rows(anchors.map { ($0, best[$0], Int(label[$0])) })
+            for r in 0..<k { row(r, anchor: order[r], score: best[order[r]], label: Int(label[order[r]])) }
+        } else {
+            let candidates = ws.buffer(Slot.candidates, Float.self, count: k * nc)
+            for j in 0..<k {
+                for c in 0..<nc { candidates[j * nc + c] = probs[c * a + order[j]] }
+            }
+            // The anchors of the first k (over the labels, no longer read), before `order` is
+            // reused for the pairs.
+            let anchors = label
+            for j in 0..<k { anchors[j] = Int32(order[j]) }
+            topIndices(candidates, count: k * nc, k, order: order)
+            for r in 0..<k {
+                let pair = order[r]
+                row(r, anchor: Int(anchors[pair / nc]), score: candidates[pair], label: pair % nc)
+            }
         }
-        var candidates = [Float](repeating: 0, count: k * nc)
-        for (j, i) in anchors.enumerated() {
-            for c in 0..<nc { candidates[j * nc + c] = probs.scalars[c * a + i] }
-        }
-        return rows(topIndices(candidates, k).map { (anchors[$0 / nc], candidates[$0], $0 % nc) })
+        return Map(out, channels: k, height: 1, width: 6 + e)
     }
 }
 
@@ -326,14 +378,34 @@ struct Proto26: Sendable {
         w.discard(prefix: p + ".semseg")
     }
 
-    /// features: the head's input levels → [1, masks, 2·H₀, 2·W₀].
-    func callAsFunction(_ features: [Tensor]) -> Tensor {
-        var feat = features[0]
+    /// feature(i): the head's input level i → [masks, 2·H₀, 2·W₀] in a buffer of `ws`.
+    func callAsFunction(_ feature: (Int) -> Map, _ ws: Workspace) -> Map {
+        let first = feature(0)
+        let feat = ws.map(channels: first.channels, like: first), up = ws.map(channels: first.channels, like: first)
+        first.write(to: feat)
         for (i, conv) in refine.enumerated() {
-            feat = add(feat, upsampleNearest(conv(features[i + 1]), scale: 1 << (i + 1)))
+            let refined = conv(feature(i + 1), ws)
+            upsampleNearest(refined, scale: 1 << (i + 1), into: up)
+            addVectors(feat.base, up.base, into: feat.base, count: feat.count)
+            ws.release(refined)
         }
-        let up = convTranspose2d(cv1(fuse(feat)), weight: upsampleWeight, bias: upsampleBias, stride: 2, padding: 0)
-        return cv3(cv2(up))
+        ws.release(up)
+        let fused = fuse(feat, ws)
+        ws.release(feat)
+        let c1 = cv1(fused, ws)
+        ws.release(fused)
+        let upsampled = ws.map(channels: c1.channels, height: 2 * c1.height, width: 2 * c1.width)
+        convTranspose2d(c1, weight: upsampleWeight, bias: upsampleBias, stride: 2, padding: 0, into: upsampled,
+                        scratch: ws.scratch)
+        ws.release(c1)
+        let c2 = cv2(upsampled, ws)
+        ws.release(upsampled)
+        let masks = cv3.weight.shape[0]
+        let out = Map(ws.buffer(Detect.Slot.protos, Float.self, count: masks * c2.plane), channels: masks,
+                      height: c2.height, width: c2.width)
+        cv3(c2, into: out, ws)
+        ws.release(c2)
+        return out
     }
 }
 
@@ -348,17 +420,25 @@ struct Classify: Sendable {
         linearBias = try w.tensor(p + ".linear.bias", shape: [nc]).scalars
     }
 
-    /// x: [1, C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside).
-    func callAsFunction(_ x: Tensor) -> HeadOutput {
-        let y = conv(x)
-        let plane = y.shape[2] * y.shape[3]
-        let pooled = Tensor(shape: [1, 1280], scalars: (0..<1280).map { c in
-            y.scalars[(c * plane)..<((c + 1) * plane)].reduce(0, +) / Float(plane)
-        })
-        var logits = matmul(pooled.reshaped([1, 1, 1280]), linearWeight.reshaped([1, linearWeight.shape[0], 1280]),
-                            transposeB: true).reshaped([1, linearWeight.shape[0]])
-        for i in 0..<logits.count { logits.scalars[i] += linearBias[i] }
-        return HeadOutput(output: softmax(logits), protos: nil, raw: ["logits": logits])
+    /// x: [C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside), in `ws`'s buffers.
+    func callAsFunction(_ x: Map, _ ws: Workspace) -> HeadMaps {
+        let y = conv(x, ws), nc = linearBias.count
+        let pooled = ws.buffer(Detect.Slot.decoded, Float.self, count: 1280)
+        for c in 0..<1280 {
+            var sum: Float = 0
+            for i in 0..<y.plane { sum += y.base[c * y.plane + i] }
+            pooled[c] = sum / Float(y.plane)
+        }
+        ws.release(y)
+        let logits = ws.buffer(Detect.Slot.scores, Float.self, count: nc), probs = ws.buffer(Detect.Slot.output, Float.self, count: nc)
+        linearWeight.scalars.withUnsafeBufferPointer {
+            BLAS.sgemm(transB: true, m: 1, n: nc, k: 1280, a: pooled, lda: 1280, b: $0.baseAddress!, ldb: 1280, c: logits, ldc: nc)
+        }
+        for i in 0..<nc { logits[i] += linearBias[i] }
+        probs.update(from: logits, count: nc)
+        softmax(probs, outer: 1, length: nc, inner: 1)
+        return HeadMaps(output: Map(probs, channels: 1, height: 1, width: nc), outputRank: 2, protos: nil,
+                        boxes: nil, scores: nil, logits: Map(logits, channels: 1, height: 1, width: nc), extra: nil)
     }
 }
 
@@ -368,34 +448,52 @@ struct Classify: Sendable {
 /// quickselect of the first k followed by a sort of those k gives exactly the prefix of the
 /// full sort, in O(n + k log k) instead of O(n log n).
 package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
-    let k = min(max(k, 0), values.count)
-    guard k > 0 else { return [] }
-    var order = Array(values.indices)
-    values.withUnsafeBufferPointer { v in
-        order.withUnsafeMutableBufferPointer { o in
-            func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
-            var lo = 0, hi = o.count - 1
-            // Invariant: the k first of the order lie in o[0..<k], and o[lo...hi] holds the undecided ones.
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2
-                // Median of three as the pivot, moved to o[hi].
-                if before(o[mid], o[lo]) { o.swapAt(mid, lo) }
-                if before(o[hi], o[lo]) { o.swapAt(hi, lo) }
-                if before(o[mid], o[hi]) { o.swapAt(mid, hi) }
-                let pivot = o[hi]
-                var store = lo
-                for i in lo..<hi where before(o[i], pivot) {
-                    o.swapAt(i, store)
-                    store += 1
-                }
-                o.swapAt(store, hi)
-                if store == k - 1 || store == k { break }
-                if store < k { lo = store + 1 } else { hi = store - 1 }
-            }
-            var head = Array(o[0..<k])
-            head.sort(by: before)
-            for i in 0..<k { o[i] = head[i] }
-        }
+    var order = [Int](repeating: 0, count: values.count)
+    let k = values.withUnsafeBufferPointer { v in
+        order.withUnsafeMutableBufferPointer { topIndices(v.baseAddress!, count: v.count, k, order: $0.baseAddress!) }
     }
     return Array(order.prefix(k))
+}
+
+/// `topIndices` on buffers: the first min(k, count) entries of `order` (room for `count`) are
+/// the indices; returns how many.
+@discardableResult
+package func topIndices(_ v: UnsafePointer<Float>, count: Int, _ k: Int, order o: UnsafeMutablePointer<Int>) -> Int {
+    let k = min(max(k, 0), count)
+    guard k > 0 else { return 0 }
+    for i in 0..<count { o[i] = i }
+    func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
+    func swap(_ i: Int, _ j: Int) { (o[i], o[j]) = (o[j], o[i]) }
+    /// Partitions o[lo...hi] around a median-of-three pivot; returns the pivot's place.
+    func partition(_ lo: Int, _ hi: Int) -> Int {
+        let mid = lo + (hi - lo) / 2
+        // Median of three as the pivot, moved to o[hi].
+        if before(o[mid], o[lo]) { swap(mid, lo) }
+        if before(o[hi], o[lo]) { swap(hi, lo) }
+        if before(o[mid], o[hi]) { swap(mid, hi) }
+        let pivot = o[hi]
+        var store = lo
+        for i in lo..<hi where before(o[i], pivot) {
+            swap(i, store)
+            store += 1
+        }
+        swap(store, hi)
+        return store
+    }
+    // Invariant: the k first of the order lie in o[0..<k], and o[lo...hi] holds the undecided ones.
+    var lo = 0, hi = count - 1
+    while lo < hi {
+        let store = partition(lo, hi)
+        if store == k - 1 || store == k { break }
+        if store < k { lo = store + 1 } else { hi = store - 1 }
+    }
+    /// Sorts o[lo...hi] (quicksort; the order is total, so any sort gives the same result).
+    func sort(_ lo: Int, _ hi: Int) {
+        guard lo < hi else { return }
+        let p = partition(lo, hi)
+        sort(lo, p - 1)
+        sort(p + 1, hi)
+    }
+    sort(0, k - 1)
+    return k
 }

@@ -180,7 +180,8 @@ package struct Network: Sendable {
                 }
                 channels = nc
                 op = .detect(try Detect(&weights, p, nc: nc, regMax: arch.regMax, endToEnd: arch.endToEnd,
-                                        legacy: !hasC3k2, task: task, channels: inChannels))
+                                        legacy: !hasC3k2, task: task, channels: inChannels,
+                                        strides: from.map { nodes[$0].stride }))
             case "Classify":
                 guard i == arch.rows.count - 1 else { throw fail("the Classify head must be the last layer") }
                 channels = row.args.first == .string("nc") ? arch.nc : try int(0, "classes")
@@ -216,52 +217,90 @@ package struct Network: Sendable {
         if let reason { throw ModelError.invalidInput(shape: x.shape, reason: reason) }
     }
 
-    /// Runs the graph. `observe(i, output)` sees every top-level layer's output before the head.
+    /// Whether layer j writes the front of the map of the Concat just after it: the Concat reads
+    /// it first and no other layer reads it.
+    private func writesConcatFront(_ j: Int) -> Bool {
+        guard j >= 0 && j + 1 < nodes.count, case .concat = nodes[j + 1].op else { return false }
+        return nodes[j + 1].from[0] == j && !nodes[j + 1].from.dropFirst().contains(j) && saved[j] == nil
+    }
+
+    /// Runs the graph in a workspace of its own and copies the head's results out.
+    /// `observe(i, output)` sees a copy of every top-level layer's output before the head.
     package func forward(_ x: Tensor, selection: HeadSelection = HeadSelection(),
                          observe: ((Int, Tensor) -> Void)? = nil) throws -> HeadOutput {
-        try validate(input: x)
-        var outputs = [Int: Tensor]()
-        var last = x
-        for (i, node) in nodes.enumerated() {
-            // The previous output, when this layer is its last reader: handed over (`last` lets go
-            // of it), so a block can free it as soon as it has read it (yolo26n's peak heap: the
-            // C3k2 at 160×160 ran beside its 3.3 MB input).
-            var owned: Tensor?
-            if i > 0 && node.from == [i - 1] && saved[i - 1] == nil {
-                owned = last
-                last = x
-            }
-            func input(_ j: Int) -> Tensor { j < 0 ? x : j == i - 1 ? owned ?? last : outputs[j]! }
-            // A Concat whose first input is the layer just before it: that layer's output gets
-            // storage for the whole concatenation, and the Concat appends the rest in place.
-            var reserve = 0
-            if i + 1 < nodes.count, case .concat = nodes[i + 1].op, nodes[i + 1].from[0] == i,
-               !nodes[i + 1].from.dropFirst().contains(i) {
-                reserve = nodes[i + 1].channels
-            }
-            let y: Tensor
-            switch node.op {
-            case .conv(let m): y = m(input(node.from[0]), reservingChannels: reserve)
-            case .c3k2(let m): y = m(owned.take() ?? input(node.from[0]))
-            case .sppf(let m): y = m(input(node.from[0]))
-            case .c2psa(let m): y = m(input(node.from[0]))
-            case .upsample(let s): y = upsampleNearest(input(node.from[0]), scale: s, reservingChannels: reserve)
-            case .concat where node.from[0] == i - 1 && !node.from.dropFirst().contains(i - 1):
-                var joined = last
-                last = x  // one reference left: `append` grows the storage in place
-                for j in node.from.dropFirst() { joined.append(input(j), axis: 1) }
-                y = joined
-            case .concat: y = concat(node.from.map(input), axis: 1)
-            case .detect(let head):
-                return head(node.from.map(input), strides: node.from.map { nodes[$0].stride }, selection: selection)
-            case .classify(let head):
-                return head(input(node.from[0]))
-            }
-            observe?(i, y)
-            for j in node.from where saved[j] == i { outputs[j] = nil }
-            if saved[i] != nil { outputs[i] = y }
-            last = y
+        let ws = Workspace()
+        return try withExtendedLifetime(ws) {
+            HeadOutput(try forward(x, in: ws, selection: selection, observe: observe.map { f in { f($0, Tensor($1)) } }))
         }
-        preconditionFailure("a Network always ends in its head")
+    }
+
+    /// Runs the graph on x [1, C, H, W] in `ws`; the results are views into `ws`, valid until
+    /// its next pass. `observe(i, output)` sees every top-level layer's output before the head.
+    ///
+    /// Each layer writes into a map the graph allocates for it (a layer read by the Concat just
+    /// after it, into the front of the Concat's map), and an output is released after its last
+    /// reader has run.
+    package func forward(_ x: Tensor, in ws: Workspace, selection: HeadSelection = HeadSelection(),
+                         observe: ((Int, Map) -> Void)? = nil) throws -> HeadMaps {
+        try validate(input: x)
+        return x.withMap { x in
+            ws.begin(layers: nodes.count)
+            defer { ws.end() }
+            func input(_ j: Int) -> Map { j < 0 ? x : ws.outputs[j]! }
+            /// Releases output j if it owns its block.
+            func drop(_ j: Int) {
+                if ws.owns[j], let y = ws.outputs[j] { ws.release(y) }
+                ws.outputs[j] = nil
+            }
+            for (i, node) in nodes.enumerated() {
+                let first = input(node.from[0])
+                var height = first.height, width = first.width
+                switch node.op {
+                case .conv(let m): (height, width) = m.parameters.outputSize(h: height, w: width)
+                case .upsample(let s): (height, width) = (height * s, width * s)
+                case .detect(let head):
+                    let result = head({ input(node.from[$0]) }, selection: selection, ws)
+                    for j in 0..<i { drop(j) }
+                    return result
+                case .classify(let head):
+                    let result = head(first, ws)
+                    for j in 0..<i { drop(j) }
+                    return result
+                default: break
+                }
+                let y: Map
+                if writesConcatFront(i - 1), let front = ws.outputs[i - 1] {
+                    y = Map(front.base, channels: node.channels, height: height, width: width)
+                } else if writesConcatFront(i) {
+                    y = ws.map(channels: nodes[i + 1].channels, height: height, width: width).channels(0..<node.channels)
+                } else {
+                    y = ws.map(channels: node.channels, height: height, width: width)
+                }
+                ws.owns[i] = !writesConcatFront(i)
+                switch node.op {
+                case .conv(let m): m(first, into: y, ws)
+                case .c3k2(let m): m(first, into: y, ws)
+                case .sppf(let m): m(first, into: y, ws)
+                case .c2psa(let m): m(first, into: y, ws)
+                case .upsample(let s): upsampleNearest(first, scale: s, into: y)
+                case .concat:
+                    var channel = 0
+                    for j in node.from {
+                        let part = input(j)
+                        // The front is in place when the layer before wrote it there.
+                        if part.base != y.base {
+                            part.write(to: y.channels(channel..<(channel + part.channels)))
+                        }
+                        channel += part.channels
+                    }
+                case .detect, .classify: preconditionFailure("a head is the last layer")
+                }
+                observe?(i, y)
+                ws.outputs[i] = y
+                for j in node.from where j >= 0 && ws.outputs[j] != nil && (saved[j] ?? j + 1) == i { drop(j) }
+                if saved[i] == nil && !nodes[i + 1].from.contains(i) { drop(i) }
+            }
+            preconditionFailure("a Network always ends in its head")
+        }
     }
 }

@@ -66,7 +66,7 @@ final class GEMMTests: XCTestCase {
                                 y.withUnsafeMutableBufferPointer { py in
                                     winogradConv2d(px.baseAddress!, channels: cin, h: h, w: w, weight: pw.baseAddress!,
                                                    outputs: cout, py.baseAddress!, bias: pb.baseAddress!, activation: .silu,
-                                                   residual: pr.baseAddress!, threads: 2, tiles: tiles)
+                                                   residual: pr.baseAddress!, threads: 2, scratch: Scratch(), tiles: tiles)
                                 }
                             }
                         }

@@ -52,20 +52,6 @@ final class TensorOpsTests: XCTestCase {
         }
     }
 
-    /// Channel concatenation of one image by appending, in place when storage was reserved,
-    /// equals `concat` (at 1 << 15 floats and more, copies split over the threads).
-    func testAppendChannels() {
-        for (h, w) in [(7, 13), (127, 130)] {
-            let parts = [3, 1, 7].enumerated().map { randomTensor([1, $0.element, h, w], seed: UInt64(60 + $0.offset)) }
-            let expected = concat(parts, axis: 1)
-            var grown = Tensor(shape: parts[0].shape, capacity: expected.count) { _ = $0.update(fromContentsOf: parts[0].scalars) }
-            let storage = grown.scalars.withUnsafeBufferPointer { $0.baseAddress }
-            for part in parts.dropFirst() { grown.append(part, axis: 1) }
-            XCTAssertEqual(grown, expected, "append \(h)×\(w)")
-            XCTAssertEqual(grown.scalars.withUnsafeBufferPointer { $0.baseAddress }, storage, "grown in place")
-        }
-    }
-
     func testElementwise() {
         for count in [1, 7, 13, 16, 127, 1000, 40_009] {  // the last one split over threads
             let x = randomTensor([count], seed: UInt64(count), range: -20...20)
