@@ -31,7 +31,9 @@ let package = Package(
             dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
-        .testTarget(name: "YOLONetTests", dependencies: ["YOLONet"]),
+        // Counts heap allocations for the tests: it defines the process's malloc family.
+        .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
+        .testTarget(name: "YOLONetTests", dependencies: ["YOLONet", "AllocationCounter"]),
         .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore"]),
         .testTarget(name: "CommandLineTests"),
     ]

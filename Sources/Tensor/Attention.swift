@@ -27,13 +27,17 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
     let keyPanels = (n + 7) / 8 * keyDim * 8, valuePanels = (headDim + 7) / 8 * n * 8
     let parts = Parallel.ranges(n, parts: Parallel.width, align: 48)
     // kᵀ and v as GEMM panels of 8 rows (keys, value channels), zero-padded; the scores
-    // [keys, queries]; a zero bias; B's row offsets for q and for the scores.
-    let (floats, rows) = scratch.take(floats: keyPanels + valuePanels + n * n + max(n, headDim), ints: keyDim + n)
-    let panels = floats, scores = floats + keyPanels + valuePanels, zeros = scores + n * n
+    // [keys, queries]; a zero bias; each thread's GEMM temporaries; B's row offsets for q and
+    // for the scores.
+    let gemm = gemmScratch(m: max(n, headDim))
+    let (floats, rows) = scratch.take(floats: keyPanels + valuePanels + n * n + max(n, headDim) + parts.count * gemm,
+                                      ints: keyDim + n)
+    let panels = floats, scores = floats + keyPanels + valuePanels, zeros = scores + n * n, temporaries = zeros + max(n, headDim)
     zeros.initialize(repeating: 0, count: max(n, headDim))
     for d in 0..<keyDim { rows[d] = d * n }
     for i in 0..<n { rows[keyDim + i] = i * n }
     let (pa, sa, oa, za, ra) = (Address(panels), Address(scores), Address(out), Address(zeros), Address(rows))
+    let ta = Address(temporaries)
     for h in 0..<heads {
         let q = qkv + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
         panels.initialize(repeating: 0, count: keyPanels + valuePanels)
@@ -48,10 +52,10 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
             let cols = parts[t], s = sa.pointer + cols.lowerBound
             let none = Epilogue(bias: za.pointer, activation: .none, residual: nil)
             packedGEMM(pa.pointer, m: n, k: keyDim, b: qa.pointer + cols.lowerBound, rows: ra.pointer,
-                       n: cols.count, c: s, ldc: n, none)
+                       n: cols.count, c: s, ldc: n, none, scratch: ta.pointer + t * gemm)
             softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
             packedGEMM(pa.pointer + keyPanels, m: headDim, k: n, b: s, rows: ra.pointer + keyDim, n: cols.count,
-                       c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none)
+                       c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none, scratch: ta.pointer + t * gemm)
         }
     }
 }

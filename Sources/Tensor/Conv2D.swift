@@ -106,8 +106,9 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
         let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48) : Parallel.ranges(phases.blockCount, parts: threads)
         let taps = p.kernelH * p.kernelW
-        // Each thread's planes, then B's row offsets.
-        let (buffers, rows) = scratch.take(floats: direct ? 0 : parts.count * phases.count, ints: cinG * taps)
+        // Each thread's GEMM temporaries and planes, then B's row offsets.
+        let perThread = gemmScratch(m: coutG) + (direct ? 0 : phases.count)
+        let (buffers, rows) = scratch.take(floats: parts.count * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }
         } else {
@@ -117,23 +118,25 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         /// GEMMs of every group over output columns `o ..< o + columns` (the residual's
         /// too), reading B from `b` in `runs`.
         @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
-                            runs: (length: Int, stride: Int)?, from o: Int) {
+                            runs: (length: Int, stride: Int)?, from o: Int, thread t: Int) {
             for g in 0..<p.groups {
                 packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
                            rows: oa.pointer, n: columns, runs: runs, c: ya.pointer + o + g * coutG * plane,
                            ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
-                                                residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }))
+                                                residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),
+                           scratch: planesAddress.pointer + t * perThread)
             }
         }
         if direct {
             // The input is B as it lies: columns per thread.
             return Parallel.forEach(parts.count) { t in
                 let cols = parts[t]
-                gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil, from: cols.lowerBound)
+                gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil, from: cols.lowerBound,
+                     thread: t)
             }
         }
         Parallel.forEach(parts.count) { t in
-            let planes = planesAddress.pointer + t * phases.count
+            let planes = planesAddress.pointer + t * perThread + gemmScratch(m: coutG)
             for block in parts[t] {
                 let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
                 phases.fill(planes, from: xa.pointer, outputRows: first, p)
@@ -144,7 +147,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
                                              residual: ra.map { UnsafePointer($0.pointer) }))
                 } else {
                     gemm(planes, channelStride: phases.channelStride, columns: count * wo,
-                         runs: (wo, phases.width), from: first * wo)
+                         runs: (wo, phases.width), from: first * wo, thread: t)
                 }
             }
         }

@@ -119,7 +119,8 @@ package struct Epilogue {
 /// `runs`: C's column j reads B's column j / length · stride + j % length, so a convolution
 /// whose planes' rows are wider than its output's (`PhasePlanes.width` > Wo) writes its output
 /// rows where they belong instead of through a cropped copy; nil reads B's column j.
-/// B may be read up to `gemmReadSlack` floats past the last column a run uses.
+/// B may be read up to `gemmReadSlack` floats past the last column a run uses. `scratch` holds
+/// `gemmScratch(m:)` floats of the call's temporaries (one per concurrent call).
 ///
 /// Register tiles stay in registers for the whole reduction, and the K-row strip of B under
 /// them is reused from cache by every row tile. Their shape follows the vector registers the
@@ -128,15 +129,21 @@ package struct Epilogue {
 /// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
 package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
-                        _ epilogue: Epilogue, tiles: TileGeometry = .target) {
+                        _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, tiles: TileGeometry = .target) {
     let runs = runs ?? (n, n)
     switch tiles {
     case .avx512:
-        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
+        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch)
     case .avx2:
-        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue)
+        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch)
     }
 }
+
+/// Floats of `packedGEMM`'s temporaries for an M-row product: B's panel (at most
+/// `panelFloats` and a tile row), then the last columns' padded copy of C.
+package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 16 * m }
 
 /// The GEMM's register tiles: 8 × 48 (AVX-512) or 4 × 24 (AVX2). Either runs on any x86-64
 /// build (at a fraction of the speed on the other), so tests check both on every machine.
@@ -156,15 +163,15 @@ package let gemmReadSlack = 48
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
     rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
-    _ epilogue: Epilogue
+    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
     // One tile's width spare: a piece of a strip is copied as a whole tile row.
     let depth = max(1, panelFloats / Wide.width)
-    withUnsafeTemporaryAllocation(of: Float.self, capacity: (depth + 1) * Wide.width) { panel in
+    // (48 + 1 pieces fit the 1 KB a temporary allocation takes from the stack.)
     withUnsafeTemporaryAllocation(of: (start: Int, source: Int).self, capacity: Wide.width + 1) { pieces in
-        let pb = panel.baseAddress!
+        let pb = scratch
         /// C's columns `column ..< column + R.width` from B's columns for C's `j ..< j + count`
         /// (count ≤ R.width; zeros past them).
         func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
@@ -220,8 +227,8 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
         // The last columns: into a padded copy of C, bias and activation there, the residual
         // on the way out.
         let rest = n - j, width = Narrow.width
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: m * width) { scratch in
-            let pc = scratch.baseAddress!
+        do {
+            let pc = scratch + (depth + 1) * Wide.width
             strip(Narrow.self, from: j, count: rest, c: pc, ldc: width, column: 0,
                   Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil))
             for r in 0..<m {
@@ -233,7 +240,6 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 }
             }
         }
-    }
     }
 }
 

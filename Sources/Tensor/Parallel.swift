@@ -72,11 +72,17 @@ struct Address<Pointee>: Sendable {
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    /// The job in progress: its body (valid only until `run` returns) and part count.
-    private let current = Mutex<(body: @Sendable (Int) -> Void, count: Int)?>(nil)
+    /// A job: its parts run by `body`, which lives on the stack of the `run` call.
+    private struct Job {
+        let body: @Sendable (Int) -> Void
+        let count: Int
+    }
+
+    /// The address of the job in progress, 0 between jobs.
+    private let current = Atomic<Int>(0)
     /// Parts claimed and parts finished of the job in progress.
     private let next = Atomic<Int>(0), done = Atomic<Int>(0)
-    /// Workers holding a copy of the current body: `run` returns only when none does.
+    /// Workers that may be reading the current job: `run` returns only when none is.
     private let holding = Atomic<Int>(0)
     private let generation = Atomic<Int>(0)
     private let busy = Atomic<Bool>(false)
@@ -98,28 +104,33 @@ final class WorkerPool: Sendable {
             return
         }
         defer { busy.store(false, ordering: .releasing) }
+        // The job is published by address (a closure in a generic container would be boxed,
+        // an allocation per job); workers use it only between their `holding` updates.
         withoutActuallyEscaping(body) { body in
-            next.store(0, ordering: .relaxed)
-            done.store(0, ordering: .relaxed)
-            current.withLock { $0 = (body, count) }
-            wakeup.lock()
-            generation.add(1, ordering: .releasing)
-            wakeup.broadcast()
-            wakeup.unlock()
-            work(body, count)
-            while done.load(ordering: .acquiring) < count {}
-            current.withLock { $0 = nil }
-            // `body` must not outlive this call (`withoutActuallyEscaping` checks it).
-            while holding.load(ordering: .acquiring) > 0 {}
+            var job = Job(body: body, count: count)
+            withUnsafePointer(to: &job) { job in
+                next.store(0, ordering: .relaxed)
+                done.store(0, ordering: .relaxed)
+                current.store(Int(bitPattern: job), ordering: .sequentiallyConsistent)
+                wakeup.lock()
+                generation.add(1, ordering: .releasing)
+                wakeup.broadcast()
+                wakeup.unlock()
+                work(job)
+                while done.load(ordering: .acquiring) < count {}
+                current.store(0, ordering: .sequentiallyConsistent)
+                // A worker that counted itself in before this load may still hold the job.
+                while holding.load(ordering: .sequentiallyConsistent) > 0 {}
+            }
         }
     }
 
     /// Claims and runs parts until none is left.
-    private func work(_ body: @Sendable (Int) -> Void, _ count: Int) {
+    private func work(_ job: UnsafePointer<Job>) {
         while true {
             let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
-            guard i < count else { return }
-            body(i)
+            guard i < job.pointee.count else { return }
+            job.pointee.body(i)
             done.add(1, ordering: .releasing)
         }
     }
@@ -137,8 +148,8 @@ final class WorkerPool: Sendable {
                 }
             }
             seen = generation.load(ordering: .acquiring)
-            holding.add(1, ordering: .acquiring)
-            if let job = current.withLock({ $0 }) { work(job.body, job.count) }
+            holding.add(1, ordering: .sequentiallyConsistent)
+            if let job = UnsafePointer<Job>(bitPattern: current.load(ordering: .sequentiallyConsistent)) { work(job) }
             holding.subtract(1, ordering: .releasing)
         }
     }

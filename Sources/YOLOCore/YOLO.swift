@@ -19,6 +19,8 @@ import YOLONet
 public final class YOLO: Sendable {
     let model: Model
     private let settings: Mutex<YOLOConfiguration>
+    /// Workspaces of finished predictions, for the next ones (as many as ran at once).
+    private let workspaces = Mutex<[Workspace]>([])
 
     /// Where the weights were loaded from.
     public let url: URL
@@ -85,7 +87,7 @@ public final class YOLO: Sendable {
         if self.task == .classify {
             let input = ClassifyTransform(size: size)(image)
             let preprocessed = DispatchTime.now().uptimeNanoseconds
-            let head = try model.network.forward(input)
+            let head = try infer(input, HeadSelection())
             let inferred = DispatchTime.now().uptimeNanoseconds
             guard head.output.count == names.count else {
                 throw invalidOutput("classify output \(head.output.shape) for \(names.count) classes")
@@ -104,8 +106,7 @@ public final class YOLO: Sendable {
         let (input, transform) = letterbox(image)
         let preprocessed = DispatchTime.now().uptimeNanoseconds
         // Ultralytics sets the end-to-end head's top-k to max(max_det, 300) and its agnostic flag.
-        let head = try model.network.forward(input, selection: HeadSelection(
-            maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS))
+        let head = try infer(input, HeadSelection(maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS))
         let inferred = DispatchTime.now().uptimeNanoseconds
         let raw = try detections(head, config)
         var boxes = [Box](), masks = [Mask](), keypoints = [Keypoints](), obb = [OrientedBox]()
@@ -161,6 +162,24 @@ public final class YOLO: Sendable {
     }
 
     private func name(_ cls: Int) -> String { cls >= 0 && cls < names.count ? names[cls] : "class\(cls)" }
+
+    /// The network's output for `input`, run in a pooled workspace: after a first prediction at
+    /// an input size, the pass itself allocates nothing.
+    private func infer(_ input: Tensor, _ selection: HeadSelection) throws -> HeadOutput {
+        let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
+        let head = HeadOutput(try model.network.forward(input, in: ws, selection: selection), raw: false)
+        checkIn(ws)
+        return head
+    }
+
+    /// Returns a workspace to the pool. (Appending a captured value inside `withLock` does not
+    /// pass the region checker; handing it over through a local mutex does.)
+    private func checkIn(_ ws: consuming sending Workspace) {
+        let handover = Mutex<Workspace?>(ws)
+        workspaces.withLock { pool in
+            if let ws = handover.withLock({ $0.take() }) { pool.append(ws) }
+        }
+    }
 
     private func invalidOutput(_ reason: String) -> YOLOError {
         .invalidModel(path: url.path, reason: "unexpected network output: " + reason)

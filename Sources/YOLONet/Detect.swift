@@ -19,16 +19,16 @@ package struct HeadOutput: Sendable {
     /// "mask_coefficient", "kpts" or "angle".
     package let raw: [String: Tensor]
 
-    /// Copies of the maps in `head`.
-    package init(_ head: HeadMaps) {
+    /// Copies of the maps in `head` (without the raw maps unless `raw`).
+    package init(_ head: HeadMaps, raw copyRaw: Bool = true) {
         func tensor(_ map: Map) -> Tensor { Tensor(map).reshaped([1, map.channels, map.width]) }
         output = head.outputRank == 2 ? Tensor(head.output).reshaped([1, head.output.width]) : tensor(head.output)
         protos = head.protos.map { Tensor($0) }
         var raw = [String: Tensor]()
-        for (name, map) in [("boxes", head.boxes), ("scores", head.scores), ("logits", head.logits)] {
+        for (name, map) in copyRaw ?  [("boxes", head.boxes), ("scores", head.scores), ("logits", head.logits)] : [] {
             if let map { raw[name] = name == "logits" ? Tensor(map).reshaped([1, map.width]) : tensor(map) }
         }
-        if let (name, map) = head.extra { raw[name] = tensor(map) }
+        if copyRaw, let (name, map) = head.extra { raw[name] = tensor(map) }
         self.raw = raw
     }
 }

@@ -53,7 +53,7 @@ package struct Network: Sendable {
     }
 
     /// The largest stride: input sides must be multiples of it.
-    package var maxStride: Int { nodes.map(\.stride).max() ?? 1 }
+    package var maxStride: Int { nodes.reduce(1) { max($0, $1.stride) } }
 
     package init(architecture arch: Architecture, weights: inout some WeightSource, inputChannels: Int = 3) throws {
         let (depth, width, maxChannels) = try arch.multipliers()

@@ -28,12 +28,14 @@ func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptim
     Double(end - start) / 1e6
 }
 
-/// Wall time of each of `iters` uninstrumented forward passes, after `warmup` untimed ones.
+/// Wall time of each of `iters` uninstrumented forward passes, after `warmup` untimed ones, in
+/// one workspace (as a session would run).
 func forwardMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws -> [Double] {
-    for _ in 0..<warmup { _ = try network.forward(x) }
+    let ws = Workspace()
+    for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
     return try (0..<iters).map { _ in
         let start = DispatchTime.now().uptimeNanoseconds
-        _ = try network.forward(x)
+        _ = try network.forward(x, in: ws)
         return milliseconds(since: start)
     }
 }
@@ -44,20 +46,21 @@ func forwardMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: In
 /// from the last callback to the return.
 func layerMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws
     -> (samples: [[Double]], shapes: [[Int]]) {
-    for _ in 0..<warmup { _ = try network.forward(x) }
+    let ws = Workspace()
+    for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
     let layers = network.nodes.count
     var samples = [[Double]](repeating: [], count: layers)
     var shapes = [[Int]](repeating: [], count: layers)
     for _ in 0..<iters {
         var last = DispatchTime.now().uptimeNanoseconds
-        let result = try network.forward(x) { i, y in
+        let result = try network.forward(x, in: ws) { i, y in
             let now = DispatchTime.now().uptimeNanoseconds
             samples[i].append(milliseconds(since: last, to: now))
-            shapes[i] = y.shape
+            shapes[i] = [1, y.channels, y.height, y.width]
             last = now
         }
         samples[layers - 1].append(milliseconds(since: last))
-        shapes[layers - 1] = result.output.shape
+        shapes[layers - 1] = HeadOutput(result).output.shape
     }
     return (samples, shapes)
 }

@@ -16,6 +16,7 @@ final class GEMMTests: XCTestCase {
         let res = residual ? randomTensor([m, n], seed: seed &+ 3).scalars : []
         let rows = (0..<k).map { $0 * ldb }
         var c = [Float](repeating: .nan, count: m * n)
+        var scratch = [Float](repeating: .nan, count: gemmScratch(m: m))
         ConvWeights(a, Conv2DParameters(kernel: 1)).values.withUnsafeBufferPointer { pa in
             b.scalars.withUnsafeBufferPointer { pb in
                 rows.withUnsafeBufferPointer { offsets in
@@ -26,7 +27,7 @@ final class GEMMTests: XCTestCase {
                                            runs: runs, c: pc.baseAddress!, ldc: n,
                                            Epilogue(bias: pbias.baseAddress!, activation: activation,
                                                     residual: residual ? pres.baseAddress! : nil),
-                                           tiles: tiles)
+                                           scratch: &scratch, tiles: tiles)
                             }
                         }
                     }

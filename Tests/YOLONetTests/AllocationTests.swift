@@ -1,0 +1,46 @@
+import AllocationCounter
+import Foundation
+import Tensor
+import XCTest
+import YOLONet
+
+/// Heap allocations of a forward pass in a workspace that has run at the input size (twice:
+/// the first pass plans the arena, the second allocates it), on every task's head.
+///
+/// One thread: none. Two threads: one per parallel region, the box `withoutActuallyEscaping`
+/// makes for the region's closure (workers call it through a pointer); the count must not
+/// change from pass to pass. Making it 0 needs region bodies that are not closures.
+final class AllocationTests: XCTestCase {
+    func testForwardAllocatesNothingAfterWarmUp() throws {
+        try BLAS.load()
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        // The counter sees every allocation in the process: it must see this one.
+        allocation_counter_start()
+        let probe = [Float](repeating: 1, count: 1 + Int.random(in: 0...1))
+        XCTAssertGreaterThan(allocation_counter_stop(), 0, "the allocation counter counts (\(probe.count))")
+        for name in ["yolo26n", "yolo26n-seg", "yolo26n-pose", "yolo26n-obb", "yolo26n-cls", "yolo11n"] {
+            let model = try Model(contentsOf: weightsURL(name))
+            let side = name.hasSuffix("-cls") ? 224 : 320
+            let x = Tensor(shape: [1, 3, side, side], scalars: (0..<(3 * side * side)).map { Float($0 % 251) / 251 })
+            for threads in [1, 2] {
+                BLAS.threads = threads
+                let ws = Workspace()
+                for _ in 0..<2 { _ = try model.network.forward(x, in: ws) }
+                var counts = [UInt64]()
+                for _ in 0..<2 {
+                    allocation_counter_start()
+                    let head = try model.network.forward(x, in: ws)
+                    counts.append(allocation_counter_stop())
+                    XCTAssertGreaterThan(head.output.count, 0, name)
+                }
+                if threads == 1 {
+                    XCTAssertEqual(counts, [0, 0], "\(name): heap allocations in a one-thread forward pass")
+                } else {
+                    XCTAssertEqual(counts[0], counts[1], "\(name): heap allocations in two-thread passes differ")
+                    print("\(name), 2 threads: \(counts[1]) heap allocations per forward pass (one per parallel region)")
+                }
+            }
+        }
+    }
+}
