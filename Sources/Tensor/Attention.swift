@@ -36,8 +36,7 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
     zeros.initialize(repeating: 0, count: max(n, headDim))
     for d in 0..<keyDim { rows[d] = d * n }
     for i in 0..<n { rows[keyDim + i] = i * n }
-    let (pa, sa, oa, za, ra) = (Address(panels), Address(scores), Address(out), Address(zeros), Address(rows))
-    let ta = Address(temporaries)
+    let (pa, sa, za, ra, ta) = (Address(panels), Address(scores), Address(zeros), Address(rows), Address(temporaries))
     for h in 0..<heads {
         let q = qkv + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
         panels.initialize(repeating: 0, count: keyPanels + valuePanels)
@@ -47,16 +46,29 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
         for d in 0..<headDim {
             for i in 0..<n { panels[keyPanels + ((d / 8) * n + i) * 8 + d % 8] = v[d * n + i] }
         }
-        let qa = Address(q)
-        Parallel.forEach(parts.count) { t in
-            let cols = parts[t], s = sa.pointer + cols.lowerBound
-            let none = Epilogue(bias: za.pointer, activation: .none, residual: nil)
-            packedGEMM(pa.pointer, m: n, k: keyDim, b: qa.pointer + cols.lowerBound, rows: ra.pointer,
-                       n: cols.count, c: s, ldc: n, none, scratch: ta.pointer + t * gemm)
-            softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
-            packedGEMM(pa.pointer + keyPanels, m: headDim, k: n, b: s, rows: ra.pointer + keyDim, n: cols.count,
-                       c: oa.pointer + h * headDim * n + cols.lowerBound, ldc: n, none, scratch: ta.pointer + t * gemm)
-        }
+        Parallel.forEach(parts.count, AttentionColumns(
+            panels: pa, scores: sa, out: Address(out + h * headDim * n), zeros: za, rows: ra, temporaries: ta, q: Address(q),
+            parts: parts, keyDim: keyDim, headDim: headDim, n: n, keyPanels: keyPanels, gemm: gemm, scale: scale))
+    }
+}
+
+/// `attention`'s part t of one head: query columns through scores, softmax and the weighted
+/// sum of v, with thread t's GEMM temporaries.
+private struct AttentionColumns: ParallelWork {
+    let panels: Address<Float>, scores: Address<Float>, out: Address<Float>, zeros: Address<Float>
+    let rows: Address<Int>, temporaries: Address<Float>, q: Address<Float>
+    let parts: Partition
+    let keyDim: Int, headDim: Int, n: Int, keyPanels: Int, gemm: Int
+    let scale: Float
+
+    func run(part t: Int) {
+        let cols = parts[t], s = scores.pointer + cols.lowerBound
+        let none = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
+        packedGEMM(panels.pointer, m: n, k: keyDim, b: q.pointer + cols.lowerBound, rows: rows.pointer,
+                   n: cols.count, c: s, ldc: n, none, scratch: temporaries.pointer + t * gemm)
+        softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
+        packedGEMM(panels.pointer + keyPanels, m: headDim, k: n, b: s, rows: rows.pointer + keyDim, n: cols.count,
+                   c: out.pointer + cols.lowerBound, ldc: n, none, scratch: temporaries.pointer + t * gemm)
     }
 }
 

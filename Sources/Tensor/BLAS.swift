@@ -102,16 +102,27 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
-        let (aa, ba, ca) = (Address(a), Address(b), Address(c))
-        /// Columns `cols` of C on the calling thread; column j of op(B) starts at b + j
-        /// (row-major K×N) or b + j · ldb (N×K, transposed).
-        @Sendable func columns(_ cols: Range<Int>) {
+        Parallel.forEach(parts.count, SGEMMColumns(a: Address(a), b: Address(b), c: Address(c), parts: parts, transA: transA,
+                                                   transB: transB, m: m, k: k, lda: lda, ldb: ldb, ldc: ldc,
+                                                   alpha: alpha, beta: beta))
+    }
+
+    /// `sgemm`'s part: a range of C's columns, one single-threaded OpenBLAS call; column j of
+    /// op(B) starts at b + j (row-major K×N) or b + j · ldb (N×K, transposed).
+    private struct SGEMMColumns: ParallelWork {
+        let a: Address<Float>, b: Address<Float>, c: Address<Float>
+        let parts: Partition
+        let transA: Bool, transB: Bool
+        let m: Int, k: Int, lda: Int, ldb: Int, ldc: Int
+        let alpha: Float, beta: Float
+
+        func run(part: Int) {
+            let cols = parts[part]
             // CBLAS enum values: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112.
             loaded.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(cols.count), Int32(k), alpha,
-                         aa.pointer, Int32(lda), ba.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound), Int32(ldb),
-                         beta, ca.pointer + cols.lowerBound, Int32(ldc))
+                         a.pointer, Int32(lda), b.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound), Int32(ldb),
+                         beta, c.pointer + cols.lowerBound, Int32(ldc))
         }
-        Parallel.forEach(parts.count) { columns(parts[$0]) }
     }
 }
 

@@ -28,9 +28,16 @@ public func concat(_ parts: [Tensor], axis: Int) -> Tensor {
 func copy(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count: Int) {
     guard count >= 1 << 15 && Parallel.width > 1 else { return dst.initialize(from: src, count: count) }
     let parts = Parallel.ranges(count, parts: Parallel.width, align: 16)
-    let (s, d) = (Address(src), Address(dst))
-    Parallel.forEach(parts.count) { t in
-        (d.pointer + parts[t].lowerBound).initialize(from: s.pointer + parts[t].lowerBound, count: parts[t].count)
+    Parallel.forEach(parts.count, CopyRanges(src: Address(src), dst: Address(dst), parts: parts))
+}
+
+/// `copy`'s part: a range of the floats.
+private struct CopyRanges: ParallelWork {
+    let src: Address<Float>, dst: Address<Float>
+    let parts: Partition
+
+    func run(part t: Int) {
+        (dst.pointer + parts[t].lowerBound).initialize(from: src.pointer + parts[t].lowerBound, count: parts[t].count)
     }
 }
 

@@ -114,44 +114,64 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         } else {
             phases.rowOffsets(channels: cinG, p, into: rows)
         }
-        let (oa, planesAddress) = (Address(rows), Address(buffers))
-        /// GEMMs of every group over output columns `o ..< o + columns` (the residual's
-        /// too), reading B from `b` in `runs`.
-        @Sendable func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int,
-                            runs: (length: Int, stride: Int)?, from o: Int, thread t: Int) {
-            for g in 0..<p.groups {
-                packedGEMM(wa.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
-                           rows: oa.pointer, n: columns, runs: runs, c: ya.pointer + o + g * coutG * plane,
-                           ldc: plane, Epilogue(bias: ba.pointer + g * coutG, activation: activation,
-                                                residual: ra.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),
-                           scratch: planesAddress.pointer + t * perThread)
-            }
-        }
+        Parallel.forEach(parts.count, ConvParts(
+            x: xa, y: ya, residual: ra, weight: wa, bias: ba, rows: Address(rows), scratch: Address(buffers),
+            perThread: perThread, parts: parts, direct: direct, depthwise: weight.isDepthwise, phases: phases, p: p,
+            activation: activation, cin: cin, ho: ho, wo: wo, k: k, coutG: coutG, panels: panels))
+    }
+    }
+}
+
+/// `conv2d`'s GEMM and depthwise paths: part t is a range of output columns (direct) or of row
+/// blocks (the phase planes), with thread t's scratch.
+private struct ConvParts: ParallelWork {
+    let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
+    /// B's row offsets, and the scratch (`perThread` floats a part: GEMM temporaries, then planes).
+    let rows: Address<Int>, scratch: Address<Float>
+    let perThread: Int
+    let parts: Partition
+    let direct: Bool, depthwise: Bool
+    let phases: PhasePlanes
+    let p: Conv2DParameters
+    let activation: Activation
+    let cin: Int, ho: Int, wo: Int, k: Int, coutG: Int, panels: Int
+
+    func run(part t: Int) {
+        let plane = ho * wo
         if direct {
             // The input is B as it lies: columns per thread.
-            return Parallel.forEach(parts.count) { t in
-                let cols = parts[t]
-                gemm(xa.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil, from: cols.lowerBound,
-                     thread: t)
-            }
+            let cols = parts[t]
+            return gemm(x.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
+                        from: cols.lowerBound, thread: t)
         }
-        Parallel.forEach(parts.count) { t in
-            let planes = planesAddress.pointer + t * perThread + gemmScratch(m: coutG)
-            for block in parts[t] {
-                let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
-                phases.fill(planes, from: xa.pointer, outputRows: first, p)
-                if weight.isDepthwise {
-                    depthwiseConv2d(planes, phases, taps: oa.pointer, weight: wa.pointer, ya.pointer,
-                                    channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
-                                    Epilogue(bias: ba.pointer, activation: activation,
-                                             residual: ra.map { UnsafePointer($0.pointer) }))
-                } else {
-                    gemm(planes, channelStride: phases.channelStride, columns: count * wo,
-                         runs: (wo, phases.width), from: first * wo, thread: t)
-                }
+        let planes = scratch.pointer + t * perThread + gemmScratch(m: coutG)
+        for block in parts[t] {
+            let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
+            phases.fill(planes, from: x.pointer, outputRows: first, p)
+            if depthwise {
+                depthwiseConv2d(planes, phases, taps: rows.pointer, weight: weight.pointer, y.pointer,
+                                channels: 0..<cin, rows: first..<(first + count), ho: ho, wo: wo,
+                                Epilogue(bias: bias.pointer, activation: activation,
+                                         residual: residual.map { UnsafePointer($0.pointer) }))
+            } else {
+                gemm(planes, channelStride: phases.channelStride, columns: count * wo,
+                     runs: (wo, phases.width), from: first * wo, thread: t)
             }
         }
     }
+
+    /// GEMMs of every group over output columns `o ..< o + columns` (the residual's too),
+    /// reading B from `b` in `runs`.
+    private func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int, runs: (length: Int, stride: Int)?,
+                      from o: Int, thread t: Int) {
+        let plane = ho * wo, cinG = cin / p.groups
+        for g in 0..<p.groups {
+            packedGEMM(weight.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride,
+                       rows: rows.pointer, n: columns, runs: runs, c: y.pointer + o + g * coutG * plane,
+                       ldc: plane, Epilogue(bias: bias.pointer + g * coutG, activation: activation,
+                                            residual: residual.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),
+                       scratch: scratch.pointer + t * perThread)
+        }
     }
 }
 

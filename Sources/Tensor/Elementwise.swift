@@ -27,10 +27,18 @@ public func activated(_ x: Tensor, _ activation: Activation) -> Tensor {
 /// `applyActivation` split over the threads when it is large; `dst` may be `src`.
 package func activate(_ activation: Activation, _ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count: Int) {
     let parts = Parallel.ranges(count, parts: count >= 1 << 15 ? Parallel.width : 1, align: 16)
-    let (s, d) = (Address(src), Address(dst))
-    Parallel.forEach(parts.count) { t in
+    Parallel.forEach(parts.count, ActivationRanges(src: Address(src), dst: Address(dst), parts: parts, activation: activation))
+}
+
+/// `activate`'s part: a range of the floats.
+private struct ActivationRanges: ParallelWork {
+    let src: Address<Float>, dst: Address<Float>
+    let parts: Partition
+    let activation: Activation
+
+    func run(part t: Int) {
         let r = parts[t]
-        applyActivation(activation, s.pointer + r.lowerBound, d.pointer + r.lowerBound, count: r.count)
+        applyActivation(activation, src.pointer + r.lowerBound, dst.pointer + r.lowerBound, count: r.count)
     }
 }
 

@@ -20,15 +20,14 @@ public enum Parallel {
         set { storage.store(max(1, newValue), ordering: .relaxed) }
     }
 
-    /// Runs `body(i)` for every i in 0..<count, concurrently when count > 1; returns when all
-    /// are done. The caller runs parts too. A call made while another is in progress (from
-    /// another thread, or from inside a body) runs serially on its own thread. Nothing is
-    /// allocated: `body` does not escape (its captures stay on the caller's stack).
-    static func forEach(_ count: Int, _ body: @Sendable (Int) -> Void) {
+    /// Runs `work.run(part: i)` for every i in 0..<count, concurrently when count > 1; returns
+    /// when all are done. The caller runs parts too. A call made while another is in progress
+    /// (from another thread, or from inside a part) runs serially on its own thread.
+    static func forEach<Work: ParallelWork>(_ count: Int, _ work: Work) {
         if count == 1 {
-            body(0)
+            work.run(part: 0)
         } else if count > 1 {
-            WorkerPool.shared.run(count, body)
+            WorkerPool.shared.run(count, work)
         }
     }
 
@@ -36,6 +35,20 @@ public enum Parallel {
     /// (the last takes the rest); fewer parts when there is too little work for them.
     static func ranges(_ total: Int, parts: Int, align: Int = 1) -> Partition {
         Partition(total: total, parts: parts, align: align)
+    }
+}
+
+/// A kernel's parallel region: what its parts share, and how part i runs. A value, not a
+/// closure: the workers reach it through its address on the caller's stack, where a closure
+/// would have to be boxed on the heap (`withoutActuallyEscaping` does that once per region).
+protocol ParallelWork: Sendable {
+    func run(part: Int)
+}
+
+extension ParallelWork {
+    /// `run(part:)` of the work at `work`: a plain function, whatever the type.
+    fileprivate static func run(_ work: UnsafeRawPointer, part: Int) {
+        work.assumingMemoryBound(to: Self.self).pointee.run(part: part)
     }
 }
 
@@ -72,9 +85,10 @@ struct Address<Pointee>: Sendable {
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    /// A job: its parts run by `body`, which lives on the stack of the `run` call.
+    /// A job: `count` parts of the work at `work` (on the stack of the `run` call), run by `run`.
     private struct Job {
-        let body: @Sendable (Int) -> Void
+        let work: UnsafeRawPointer
+        let run: (UnsafeRawPointer, Int) -> Void
         let count: Int
     }
 
@@ -98,16 +112,14 @@ final class WorkerPool: Sendable {
         }
     }
 
-    func run(_ count: Int, _ body: @Sendable (Int) -> Void) {
+    func run<Work: ParallelWork>(_ count: Int, _ work: Work) {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
-            for i in 0..<count { body(i) }
+            for i in 0..<count { work.run(part: i) }
             return
         }
         defer { busy.store(false, ordering: .releasing) }
-        // The job is published by address (a closure in a generic container would be boxed,
-        // an allocation per job); workers use it only between their `holding` updates.
-        withoutActuallyEscaping(body) { body in
-            var job = Job(body: body, count: count)
+        withUnsafePointer(to: work) { work in
+            var job = Job(work: UnsafeRawPointer(work), run: Work.run, count: count)
             withUnsafePointer(to: &job) { job in
                 next.store(0, ordering: .relaxed)
                 done.store(0, ordering: .relaxed)
@@ -116,10 +128,10 @@ final class WorkerPool: Sendable {
                 generation.add(1, ordering: .releasing)
                 wakeup.broadcast()
                 wakeup.unlock()
-                work(job)
+                self.work(job)
                 while done.load(ordering: .acquiring) < count {}
                 current.store(0, ordering: .sequentiallyConsistent)
-                // A worker that counted itself in before this load may still hold the job.
+                // A worker that counted itself in before this load may still read the job.
                 while holding.load(ordering: .sequentiallyConsistent) > 0 {}
             }
         }
@@ -130,7 +142,7 @@ final class WorkerPool: Sendable {
         while true {
             let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard i < job.pointee.count else { return }
-            job.pointee.body(i)
+            job.pointee.run(job.pointee.work, i)
             done.add(1, ordering: .releasing)
         }
     }

@@ -30,17 +30,27 @@ package func maxPool2d(_ x: Map, kernel: Int, stride: Int, padding: Int, into y:
                  "maxPool2d: \(c)×\(h)×\(w), kernel \(kernel), stride \(stride), padding \(padding) into \(y.channels)×\(y.height)×\(y.width)")
     let planes = Parallel.ranges(c, parts: Parallel.width)
     // Per part, the padded plane and its row maxima (stride 1).
-    let (pw, ph) = (w + 2 * padding, h + 2 * padding)
-    let (buffers, _) = scratch.take(floats: stride == 1 ? planes.count * 2 * ph * pw : 0)
-    let (xa, ya, sa) = (Address(x.base), Address(y.base), Address(buffers))
-    Parallel.forEach(planes.count) { part in
-        let xp = xa.pointer, yp = ya.pointer
+    let (buffers, _) = scratch.take(floats: stride == 1 ? planes.count * 2 * (h + 2 * padding) * (w + 2 * padding) : 0)
+    Parallel.forEach(planes.count, PoolPlanes(x: Address(x.base), y: Address(y.base), scratch: Address(buffers),
+                                              planes: planes, h: h, w: w, ho: ho, wo: wo, kernel: kernel,
+                                              stride: stride, padding: padding))
+}
+
+/// `maxPool2d`'s part: a range of channel planes, with its share of the scratch (stride 1).
+private struct PoolPlanes: ParallelWork {
+    let x: Address<Float>, y: Address<Float>, scratch: Address<Float>
+    let planes: Partition
+    let h: Int, w: Int, ho: Int, wo: Int, kernel: Int, stride: Int, padding: Int
+
+    func run(part: Int) {
+        let (pw, ph) = (w + 2 * padding, h + 2 * padding)
+        let xp = x.pointer, yp = y.pointer
         if stride == 1 {
             // The plane padded with −∞ on every side, flattened: a window's row is `kernel`
             // consecutive floats and its column `kernel` floats a padded row apart, so both
             // passes run 16 flat positions at a time; positions past a row's last output
             // mix two rows and are never read back.
-            let padded = sa.pointer + part * 2 * ph * pw, rows = padded + ph * pw
+            let padded = scratch.pointer + part * 2 * ph * pw, rows = padded + ph * pw
             padded.initialize(repeating: -.infinity, count: 2 * ph * pw)
             for plane in planes[part] {
                 let src = xp + plane * h * w, dst = yp + plane * ho * wo

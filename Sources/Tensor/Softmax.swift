@@ -13,17 +13,23 @@ public func softmax(_ x: Tensor, axis: Int = -1) -> Tensor {
 
 /// In place over x [outer, length, inner]: softmax along the middle axis.
 package func softmax(_ x: UnsafeMutablePointer<Float>, outer: Int, length len: Int, inner: Int) {
-    let ya = Address(x), threads = outer * len * inner >= 1 << 14 ? Parallel.width : 1
-    if inner == 1 {
-        let parts = Parallel.ranges(outer, parts: threads)
-        Parallel.forEach(parts.count) { part in
-            for r in parts[part] { softmaxRow(ya.pointer + r * len, count: len) }
-        }
-    } else {
-        let parts = Parallel.ranges(inner, parts: threads, align: 16)
-        Parallel.forEach(parts.count) { part in
+    let threads = outer * len * inner >= 1 << 14 ? Parallel.width : 1
+    let parts = inner == 1 ? Parallel.ranges(outer, parts: threads) : Parallel.ranges(inner, parts: threads, align: 16)
+    Parallel.forEach(parts.count, SoftmaxParts(x: Address(x), parts: parts, outer: outer, length: len, inner: inner))
+}
+
+/// `softmax`'s part: a range of rows (along the last axis) or of the inner columns.
+private struct SoftmaxParts: ParallelWork {
+    let x: Address<Float>
+    let parts: Partition
+    let outer: Int, length: Int, inner: Int
+
+    func run(part: Int) {
+        if inner == 1 {
+            for r in parts[part] { softmaxRow(x.pointer + r * length, count: length) }
+        } else {
             for o in 0..<outer {
-                softmaxColumns(ya.pointer + o * len * inner + parts[part].lowerBound, rows: len, stride: inner,
+                softmaxColumns(x.pointer + o * length * inner + parts[part].lowerBound, rows: length, stride: inner,
                                count: parts[part].count, scale: 1)
             }
         }

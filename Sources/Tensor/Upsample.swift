@@ -17,12 +17,21 @@ public func upsampleNearest(_ x: Tensor, scale: Int) -> Tensor {
 package func upsampleNearest(_ x: Map, scale: Int, into y: Map) {
     precondition(scale >= 1 && y.channels == x.channels && y.height == x.height * scale && y.width == x.width * scale,
                  "upsampleNearest: \(x.channels)×\(x.height)×\(x.width) by \(scale) into \(y.channels)×\(y.height)×\(y.width)")
-    let (rows, w, wo) = (x.channels * x.height, x.width, y.width)
+    let (rows, w) = (x.channels * x.height, x.width)
     let parts = Parallel.ranges(rows, parts: y.count >= 1 << 15 ? Parallel.width : 1)
-    let (xa, ya) = (Address(x.base), Address(y.base))
-    Parallel.forEach(parts.count) { t in
+    Parallel.forEach(parts.count, UpsampleRows(x: Address(x.base), y: Address(y.base), parts: parts, w: w, scale: scale))
+}
+
+/// `upsampleNearest`'s part: a range of input rows (over all channels).
+private struct UpsampleRows: ParallelWork {
+    let x: Address<Float>, y: Address<Float>
+    let parts: Partition
+    let w: Int, scale: Int
+
+    func run(part t: Int) {
+        let wo = w * scale
         for row in parts[t] {
-            let src = xa.pointer + row * w, dst = ya.pointer + row * wo * scale
+            let src = x.pointer + row * w, dst = y.pointer + row * wo * scale
             for ix in 0..<w {
                 (dst + ix * scale).initialize(repeating: src[ix], count: scale)
             }

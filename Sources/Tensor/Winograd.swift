@@ -60,7 +60,7 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
                                         weight: UnsafePointer<Float>, outputs cout: Int, _ y: UnsafeMutablePointer<Float>,
                                         bias: UnsafePointer<Float>, activation: Activation,
                                         residual: UnsafePointer<Float>?, threads: Int, scratch: Scratch) {
-    let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
+    let tilesY = (h + 1) / 2
     let pack = (cout + 7) / 8 * cin * 8, depth = min(cin, winogradDepth)
     let grid = PhasePlanes(channels: cin, h: h, w: w, ho: tilesY, threads: threads, Winograd.patches)
     // The last strip of a block reads up to a strip of junk tiles past the planes.
@@ -72,25 +72,39 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
     let zeros = buffers + parts.count * perThread
     zeros.initialize(repeating: 0, count: cout)
     grid.rowOffsets(channels: cin, Winograd.patches, into: taps)
-    let (xa, wa, ya, ba) = (Address(x), Address(weight), Address(y), Address(bias))
-    let (ta, za, sa) = (Address(taps), Address(zeros), Address(buffers))
-    let res = residual.map { Address($0) }
-    Parallel.forEach(parts.count) { t in
-        let planes = sa.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
-        let epilogue = Epilogue(bias: ba.pointer, activation: activation, residual: res.map { UnsafePointer($0.pointer) })
-        let plain = Epilogue(bias: za.pointer, activation: .none, residual: nil)
+    Parallel.forEach(parts.count, WinogradParts<R>(
+        x: Address(x), weight: Address(weight), y: Address(y), bias: Address(bias), residual: residual.map { Address($0) },
+        zeros: Address(zeros), taps: Address(taps), scratch: Address(buffers), perThread: perThread, planesCount: planesCount,
+        parts: parts, grid: grid, activation: activation, cin: cin, cout: cout, h: h, w: w, depth: depth, pack: pack))
+}
+
+/// `winogradConv2d`'s part t: blocks of tile rows, with thread t's scratch.
+private struct WinogradParts<R: TileRow>: ParallelWork {
+    let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
+    let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
+    let perThread: Int, planesCount: Int
+    let parts: Partition
+    let grid: PhasePlanes
+    let activation: Activation
+    let cin: Int, cout: Int, h: Int, w: Int, depth: Int, pack: Int
+
+    func run(part t: Int) {
+        let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
+        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
+        let epilogue = Epilogue(bias: bias.pointer, activation: activation, residual: residual.map { UnsafePointer($0.pointer) })
+        let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
         for block in parts[t] {
             let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
-            grid.fill(planes, from: xa.pointer, outputRows: first, Winograd.patches)
+            grid.fill(planes, from: x.pointer, outputRows: first, Winograd.patches)
             for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {
                 for step in stride(from: 0, to: cin, by: depth) {
                     let steps = step..<min(cin, step + depth)
                     for c in steps {
-                        transformInput(planes, taps: ta.pointer + 16 * c, into: panels + (c - step) * R.width,
+                        transformInput(planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * R.width,
                                        point: depth * R.width, columns: column..<(column + R.width))
                     }
                     for point in 0..<16 {
-                        let a = wa.pointer + point * pack
+                        let a = weight.pointer + point * pack
                         for row in stride(from: 0, to: cout, by: R.rows) {
                             tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
                                  b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
@@ -102,7 +116,7 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
                     for o in 0..<cout {
                         transformOutput(m + o * R.width + q, point: cout * R.width, tiles: column + q,
                                         grid: (width: grid.width, columns: tilesX, rows: tileRows),
-                                        into: ya.pointer, row: 2 * first, h: h, w: w, channel: o, epilogue)
+                                        into: y.pointer, row: 2 * first, h: h, w: w, channel: o, epilogue)
                     }
                 }
             }
