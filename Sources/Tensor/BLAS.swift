@@ -63,11 +63,9 @@ public enum BLAS {
     /// OpenBLAS's thread count when it was loaded (all cores, or `OPENBLAS_NUM_THREADS`).
     static var defaultThreads: Int { loaded.initialThreads }
 
-    /// Loads OpenBLAS once per process (and sets `Memory`'s malloc policy); throws a readable
-    /// error if it is not installed.
+    /// Loads OpenBLAS once per process; throws a readable error if it is not installed.
     public static func load() throws {
         _ = try library.get()
-        Memory.keepFreedPages
     }
 
     private static var loaded: Library {

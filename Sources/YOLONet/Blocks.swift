@@ -99,15 +99,22 @@ struct C3k2: Sendable {
     }
 
     /// cv1 writes the first two pieces of cv2's input, each block the next piece from the last.
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+    /// The output goes into `y` when given, else into a map of `ws` allocated once the blocks are
+    /// done; x is released after cv1 when `consuming` (this is its last reader): the largest
+    /// block of yolo26n's plan, at 160×160, then holds its input, pieces and output at different
+    /// times (arena 15.6 → 11.5 MB).
+    func callAsFunction(_ x: Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         let pieces = ws.map(channels: (2 + m.count) * hidden, like: x)
         cv1(x, into: pieces.channels(0..<(2 * hidden)), ws)
+        if consuming { ws.release(x) }
         for (j, block) in m.enumerated() {
             block(pieces.channels((1 + j) * hidden..<((2 + j) * hidden)),
                   into: pieces.channels((2 + j) * hidden..<((3 + j) * hidden)), ws)
         }
-        cv2(pieces, into: y, ws)
+        let out = y ?? cv2.output(pieces, ws)
+        cv2(pieces, into: out, ws)
         ws.release(pieces)
+        return out
     }
 }
 

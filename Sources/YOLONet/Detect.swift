@@ -33,7 +33,7 @@ package struct HeadOutput: Sendable {
     }
 }
 
-/// A head's results in its workspace, valid until the workspace's next pass: `HeadOutput`'s
+/// A head's results in its workspace (`Workspace.result`), valid until the workspace's next pass: `HeadOutput`'s
 /// tensors as maps whose height is 1 (a [1, c, n] tensor is a map of c channels of width n).
 package struct HeadMaps {
     /// `HeadOutput.output`; rank 2 ([1, n], classify) or 3.
@@ -164,52 +164,53 @@ struct Detect: Sendable {
         dfl = regMax > 1 ? try w.tensor(p + ".dfl.conv.weight", shape: [1, regMax, 1, 1]).scalars : []
     }
 
-    /// feature(i): level i's [C_i, H_i, W_i] map. The results are written into `ws`'s buffers.
+    /// feature(i): level i's [C_i, H_i, W_i] map. The results are maps of `ws` (`Workspace.result`).
     func callAsFunction(_ feature: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps {
         let levels = strides.count, e = task.extraChannels
         var a = 0
         for i in 0..<levels { a += feature(i).plane }
-        let boxes = ws.buffer(Slot.boxes, Float.self, count: 4 * regMax * a)
-        let scores = ws.buffer(Slot.scores, Float.self, count: nc * a)
-        let extras = ws.buffer(Slot.extras, Float.self, count: e * a)
+        /// A [c, A] map: a row per channel, a column per anchor.
+        func rows(_ c: Int, result: Bool = false) -> Map {
+            result ? ws.result(channels: c, height: 1, width: a) : ws.map(channels: c, height: 1, width: a)
+        }
+        let boxes = rows(4 * regMax, result: true), scores = rows(nc, result: true)
+        let extras = e > 0 ? rows(e, result: true) : nil
         var column = 0
         for i in 0..<levels {
             let x = feature(i)
-            run(box[i], x, into: boxes, columns: a, from: column, ws)
-            run(cls[i], x, into: scores, columns: a, from: column, ws)
-            if e > 0 { run(extra[i], x, into: extras, columns: a, from: column, ws) }
+            run(box[i], x, into: boxes.base, columns: a, from: column, ws)
+            run(cls[i], x, into: scores.base, columns: a, from: column, ws)
+            if let extras { run(extra[i], x, into: extras.base, columns: a, from: column, ws) }
             column += x.plane
         }
         // decoded [4 + E, A]: the boxes in input pixels, then the extras (keypoints decoded).
-        let decoded = ws.buffer(Slot.decoded, Float.self, count: (4 + e) * a)
-        decode(boxes, anchors: a, angles: task.extraName == "angle" ? extras : nil, feature, into: decoded, ws)
-        if e > 0 {
-            (decoded + 4 * a).update(from: extras, count: e * a)
-            if task.extraName == "kpts" { decodeKeypoints(decoded + 4 * a, anchors: a, feature) }
+        let decoded = rows(4 + e)
+        decode(boxes.base, anchors: a, angles: task.extraName == "angle" ? extras?.base : nil, feature, into: decoded.base, ws)
+        if let extras {
+            (decoded.base + 4 * a).update(from: extras.base, count: e * a)
+            if task.extraName == "kpts" { decodeKeypoints(decoded.base + 4 * a, anchors: a, feature) }
         }
-        let probs = ws.buffer(Slot.probs, Float.self, count: nc * a)
-        activate(.sigmoid, scores, probs, count: nc * a)
+        let probs = rows(nc)
+        activate(.sigmoid, scores.base, probs.base, count: nc * a)
         let output: Map
         if endToEnd {
-            output = topK(decoded, probs, anchors: a, selection, ws)
+            output = topK(decoded.base, probs.base, anchors: a, selection, ws)
         } else {
             // Ultralytics' order: box, class probabilities, then the task's extras.
-            let out = ws.buffer(Slot.output, Float.self, count: (4 + nc + e) * a)
-            out.update(from: decoded, count: 4 * a)
-            (out + 4 * a).update(from: probs, count: nc * a)
-            (out + (4 + nc) * a).update(from: decoded + 4 * a, count: e * a)
-            output = Map(out, channels: 4 + nc + e, height: 1, width: a)
+            output = rows(4 + nc + e, result: true)
+            output.base.update(from: decoded.base, count: 4 * a)
+            (output.base + 4 * a).update(from: probs.base, count: nc * a)
+            (output.base + (4 + nc) * a).update(from: decoded.base + 4 * a, count: e * a)
         }
-        return HeadMaps(output: output, outputRank: 3, protos: proto.map { $0(feature, ws) },
-                        boxes: Map(boxes, channels: 4 * regMax, height: 1, width: a),
-                        scores: Map(scores, channels: nc, height: 1, width: a), logits: nil,
-                        extra: e > 0 ? (task.extraName, Map(extras, channels: e, height: 1, width: a)) : nil)
+        ws.release(probs)
+        ws.release(decoded)
+        return HeadMaps(output: output, outputRank: 3, protos: proto.map { $0(feature, ws) }, boxes: boxes, scores: scores,
+                        logits: nil, extra: extras.map { (task.extraName, $0) })
     }
 
-    /// `Workspace.buffer` slots of the head's results and tables.
+    /// `Workspace.buffer` slots of the head's index tables.
     enum Slot {
-        static let boxes = 0, scores = 1, extras = 2, decoded = 3, probs = 4, output = 5, distances = 6
-        static let best = 7, labels = 8, order = 9, candidates = 10, protos = 11
+        static let labels = 0, order = 1
     }
 
     /// The branch `convs` on x, its last map's rows written to columns `column ..< column + H·W` of
@@ -231,7 +232,9 @@ struct Detect: Sendable {
     /// `dist2rbox`). boxes: [4 · regMax, A] → out [4, A].
     private func decode(_ boxes: UnsafeMutablePointer<Float>, anchors a: Int, angles: UnsafePointer<Float>?,
                         _ feature: (Int) -> Map, into out: UnsafeMutablePointer<Float>, _ ws: Workspace) {
-        let d = distances(boxes, anchors: a, ws)
+        let p = regMax > 1 ? ws.map(channels: 4 * regMax + 4, height: 1, width: a) : nil
+        defer { p.map(ws.release) }
+        let d = distances(boxes, anchors: a, scratch: p?.base)
         var anchor = 0
         for level in 0..<strides.count {
             let s = Float(strides[level]), x = feature(level)
@@ -285,10 +288,12 @@ struct Detect: Sendable {
     }
 
     /// Ultralytics `DFL`: each side's distance as the expectation of its `regMax` bins under a
-    /// softmax over them; the raw values when regMax is 1. boxes: [4 · regMax, A] → [4, A].
-    private func distances(_ boxes: UnsafeMutablePointer<Float>, anchors a: Int, _ ws: Workspace) -> UnsafePointer<Float> {
-        guard regMax > 1 else { return UnsafePointer(boxes) }
-        let p = ws.buffer(Slot.distances, Float.self, count: (4 * regMax + 4) * a), d = p + 4 * regMax * a
+    /// softmax over them; the raw values when regMax is 1. boxes: [4 · regMax, A] → [4, A], in
+    /// `scratch` ((4 · regMax + 4) · A floats) when regMax > 1.
+    private func distances(_ boxes: UnsafeMutablePointer<Float>, anchors a: Int, scratch p: UnsafeMutablePointer<Float>?)
+        -> UnsafePointer<Float> {
+        guard regMax > 1, let p else { return UnsafePointer(boxes) }
+        let d = p + 4 * regMax * a
         p.update(from: boxes, count: 4 * regMax * a)
         softmax(p, outer: 4, length: regMax, inner: a)
         d.initialize(repeating: 0, count: 4 * a)
@@ -309,7 +314,9 @@ struct Detect: Sendable {
                       _ selection: HeadSelection, _ ws: Workspace) -> Map {
         let k = min(selection.maxDetections, a), e = task.extraChannels
         // Each anchor's best class (the first on ties), 16 anchors at a time.
-        let best = ws.buffer(Slot.best, Float.self, count: a), label = ws.buffer(Slot.labels, Int32.self, count: a)
+        let bestMap = ws.map(channels: 1, height: 1, width: a), best = bestMap.base
+        defer { ws.release(bestMap) }
+        let label = ws.buffer(Slot.labels, Int32.self, count: a)
         var i = 0
         while i + 16 <= a {
             var m = SIMD16<Float>(repeating: -.infinity), arg = SIMD16<Int32>(repeating: 0)
@@ -329,7 +336,7 @@ struct Detect: Sendable {
         }
         let order = ws.buffer(Slot.order, Int.self, count: max(a, k * nc))
         topIndices(best, count: a, k, order: order)
-        let out = ws.buffer(Slot.output, Float.self, count: k * (6 + e))
+        let output = ws.result(channels: k, height: 1, width: 6 + e), out = output.base
         /// Row r: anchor `anchor`'s box, `score`, `label`, extras.
         func row(_ r: Int, anchor: Int, score: Float, label: Int) {
             let o = out + r * (6 + e)
@@ -340,7 +347,8 @@ struct Detect: Sendable {
         if selection.agnostic {
             for r in 0..<k { row(r, anchor: order[r], score: best[order[r]], label: Int(label[order[r]])) }
         } else {
-            let candidates = ws.buffer(Slot.candidates, Float.self, count: k * nc)
+            let candidateMap = ws.map(channels: k, height: 1, width: nc), candidates = candidateMap.base
+            defer { ws.release(candidateMap) }
             for j in 0..<k {
                 for c in 0..<nc { candidates[j * nc + c] = probs[c * a + order[j]] }
             }
@@ -354,7 +362,7 @@ struct Detect: Sendable {
                 row(r, anchor: Int(anchors[pair / nc]), score: candidates[pair], label: pair % nc)
             }
         }
-        return Map(out, channels: k, height: 1, width: 6 + e)
+        return output
     }
 }
 
@@ -400,9 +408,7 @@ struct Proto26: Sendable {
         ws.release(c1)
         let c2 = cv2(upsampled, ws)
         ws.release(upsampled)
-        let masks = cv3.weight.shape[0]
-        let out = Map(ws.buffer(Detect.Slot.protos, Float.self, count: masks * c2.plane), channels: masks,
-                      height: c2.height, width: c2.width)
+        let out = ws.result(channels: cv3.weight.shape[0], height: c2.height, width: c2.width)
         cv3(c2, into: out, ws)
         ws.release(c2)
         return out
@@ -423,22 +429,23 @@ struct Classify: Sendable {
     /// x: [C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside), in `ws`'s buffers.
     func callAsFunction(_ x: Map, _ ws: Workspace) -> HeadMaps {
         let y = conv(x, ws), nc = linearBias.count
-        let pooled = ws.buffer(Detect.Slot.decoded, Float.self, count: 1280)
+        let pooledMap = ws.map(channels: 1280, height: 1, width: 1), pooled = pooledMap.base
         for c in 0..<1280 {
             var sum: Float = 0
             for i in 0..<y.plane { sum += y.base[c * y.plane + i] }
             pooled[c] = sum / Float(y.plane)
         }
         ws.release(y)
-        let logits = ws.buffer(Detect.Slot.scores, Float.self, count: nc), probs = ws.buffer(Detect.Slot.output, Float.self, count: nc)
+        let logitsMap = ws.result(channels: 1, height: 1, width: nc), probsMap = ws.result(channels: 1, height: 1, width: nc)
+        let (logits, probs) = (logitsMap.base, probsMap.base)
         linearWeight.scalars.withUnsafeBufferPointer {
             BLAS.sgemm(transB: true, m: 1, n: nc, k: 1280, a: pooled, lda: 1280, b: $0.baseAddress!, ldb: 1280, c: logits, ldc: nc)
         }
+        ws.release(pooledMap)
         for i in 0..<nc { logits[i] += linearBias[i] }
         probs.update(from: logits, count: nc)
         softmax(probs, outer: 1, length: nc, inner: 1)
-        return HeadMaps(output: Map(probs, channels: 1, height: 1, width: nc), outputRank: 2, protos: nil,
-                        boxes: nil, scores: nil, logits: Map(logits, channels: 1, height: 1, width: nc), extra: nil)
+        return HeadMaps(output: probsMap, outputRank: 2, protos: nil, boxes: nil, scores: nil, logits: logitsMap, extra: nil)
     }
 }
 

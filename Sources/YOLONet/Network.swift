@@ -268,22 +268,31 @@ package struct Network: Sendable {
                     return result
                 default: break
                 }
-                let y: Map
-                if writesConcatFront(i - 1), let front = ws.outputs[i - 1] {
-                    y = Map(front.base, channels: node.channels, height: height, width: width)
-                } else if writesConcatFront(i) {
-                    y = ws.map(channels: nodes[i + 1].channels, height: height, width: width).channels(0..<node.channels)
-                } else {
-                    y = ws.map(channels: node.channels, height: height, width: width)
+                /// The map this layer writes: its own, or a Concat's front (or the Concat's whole map).
+                func output() -> Map {
+                    if writesConcatFront(i - 1), let front = ws.outputs[i - 1] {
+                        return Map(front.base, channels: node.channels, height: height, width: width)
+                    }
+                    if writesConcatFront(i) {
+                        return ws.map(channels: nodes[i + 1].channels, height: height, width: width).channels(0..<node.channels)
+                    }
+                    return ws.map(channels: node.channels, height: height, width: width)
                 }
                 ws.owns[i] = !writesConcatFront(i)
+                let y: Map
                 switch node.op {
-                case .conv(let m): m(first, into: y, ws)
-                case .c3k2(let m): m(first, into: y, ws)
-                case .sppf(let m): m(first, into: y, ws)
-                case .c2psa(let m): m(first, into: y, ws)
-                case .upsample(let s): upsampleNearest(first, scale: s, into: y)
+                case .conv(let m): y = output(); m(first, into: y, ws)
+                case .c3k2(let m):
+                    // The block releases its input as soon as it has read it, when it is the last reader.
+                    let j = node.from[0]
+                    let consuming = j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i && !writesConcatFront(i)
+                    if consuming { ws.outputs[j] = nil }
+                    y = m(first, into: writesConcatFront(i) ? output() : nil, consuming: consuming, ws)
+                case .sppf(let m): y = output(); m(first, into: y, ws)
+                case .c2psa(let m): y = output(); m(first, into: y, ws)
+                case .upsample(let s): y = output(); upsampleNearest(first, scale: s, into: y)
                 case .concat:
+                    y = output()
                     var channel = 0
                     for j in node.from {
                         let part = input(j)

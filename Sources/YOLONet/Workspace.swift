@@ -1,7 +1,7 @@
 import Tensor
 
-/// The memory of forward passes, run one at a time: every activation in one arena, the kernels'
-/// temporaries in a `Scratch`, the head's results in buffers kept for the next pass.
+/// The memory of forward passes, run one at a time: every activation and the head's results in
+/// one arena, the kernels' temporaries in a `Scratch`.
 ///
 /// A pass at a given input size asks for the same blocks in the same order each time, so
 /// first-fit places each at the same offset every time. Offsets are planned as if the arena
@@ -18,13 +18,15 @@ package final class Workspace {
     private var needed = 0
     /// Blocks in use, sorted by offset (floats, rounded up to 64 bytes).
     private var live: [(offset: Int, count: Int)] = []
-    /// Blocks of this pass that lie past the arena's end, by offset.
+    /// Blocks kept as results: still in use when the pass ends, valid until the next one.
+    private var kept = 0
+    /// Blocks in use that lie past the arena's end (from the heap until released), by offset.
     private var overflow: [(offset: Int, pointer: UnsafeMutablePointer<Float>)] = []
     /// Per layer: its output while a later layer still reads it, and whether it owns its block
     /// (a layer writing into the front of a Concat's block does not).
     var outputs: [Map?] = []
     var owns: [Bool] = []
-    /// Growable buffers the head writes its results and index tables into, by use.
+    /// Growable buffers of the head's index tables, by use.
     private var buffers: [UnsafeMutableRawPointer?] = []
     private var bufferBytes: [Int] = []
 
@@ -41,10 +43,12 @@ package final class Workspace {
     /// Starts a pass of a graph of `layers` layers: the arena grows to what the last pass needed.
     func begin(layers: Int) {
         precondition(live.isEmpty, "a workspace runs one forward pass at a time")
+        // The last pass's results past the arena.
         for block in overflow { block.pointer.deallocate() }
         overflow.removeAll(keepingCapacity: true)
         if needed > capacity {
             arena?.deallocate()
+            Memory.returnFreePages()
             capacity = needed
             arena = .allocate(capacity: capacity)
         }
@@ -55,10 +59,19 @@ package final class Workspace {
         }
     }
 
-    /// Ends a pass: every block must have been released.
+    /// Ends a pass: every block but the kept results must have been released. The results stay
+    /// where they are until the next pass.
     func end() {
-        precondition(live.isEmpty, "\(live.count) activation blocks still in use after a forward pass")
+        precondition(live.count == kept, "\(live.count - kept) activation blocks still in use after a forward pass")
+        live.removeAll(keepingCapacity: true)
+        kept = 0
         for i in outputs.indices { outputs[i] = nil }
+    }
+
+    /// A map of the pass's results: in use until the pass ends, its contents kept until the next.
+    func result(channels: Int, height: Int, width: Int) -> Map {
+        kept += 1
+        return map(channels: channels, height: height, width: width)
     }
 
     /// An uninitialized [channels, height, width] map, until `release`.
@@ -82,6 +95,9 @@ package final class Workspace {
         return Map(base, channels: channels, height: height, width: width)
     }
 
+    /// Bytes of the arena (what the last pass at the largest input size needed).
+    package var arenaBytes: Int { max(capacity, needed) * MemoryLayout<Float>.stride }
+
     /// A map the size of `x` with `channels` channels.
     func map(channels: Int, like x: Map) -> Map { map(channels: channels, height: x.height, width: x.width) }
 
@@ -91,10 +107,11 @@ package final class Workspace {
         if let arena, map.base >= arena && map.base < arena + capacity {
             offset = map.base - arena
         } else {
-            guard let block = overflow.first(where: { $0.pointer == map.base }) else {
+            guard let index = overflow.firstIndex(where: { $0.pointer == map.base }) else {
                 preconditionFailure("release: not a block of this workspace")
             }
-            offset = block.offset
+            offset = overflow[index].offset
+            overflow.remove(at: index).pointer.deallocate()
         }
         guard let index = live.firstIndex(where: { $0.offset == offset }) else {
             preconditionFailure("release: block at \(offset) is not in use")
@@ -103,7 +120,7 @@ package final class Workspace {
     }
 
     /// Buffer `slot` with room for `count` values of `type`, kept from pass to pass (contents
-    /// are not).
+    /// are not): the head's index tables.
     func buffer<T>(_ slot: Int, _ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
         while buffers.count <= slot {
             buffers.append(nil)
