@@ -22,7 +22,7 @@ package struct HeadOutput: Sendable {
     /// Copies of the maps in `head` (without the raw maps unless `raw`).
     package init(_ head: HeadMaps, raw copyRaw: Bool = true) {
         func tensor(_ map: Map) -> Tensor { Tensor(map).reshaped([1, map.channels, map.width]) }
-        output = head.outputRank == 2 ? Tensor(head.output).reshaped([1, head.output.width]) : tensor(head.output)
+        output = Tensor(head.output).reshaped(head.outputShape)
         protos = head.protos.map { Tensor($0) }
         var raw = [String: Tensor]()
         for (name, map) in copyRaw ?  [("boxes", head.boxes), ("scores", head.scores), ("logits", head.logits)] : [] {
@@ -39,6 +39,8 @@ package struct HeadMaps {
     /// `HeadOutput.output`; rank 2 ([1, n], classify) or 3.
     package let output: Map
     package let outputRank: Int
+    /// `HeadOutput.output`'s shape.
+    package var outputShape: [Int] { outputRank == 2 ? [1, output.width] : [1, output.channels, output.width] }
     package let protos: Map?
     /// The raw maps: detect heads' boxes, scores and task extra; Classify's logits.
     package let boxes: Map?, scores: Map?, logits: Map?

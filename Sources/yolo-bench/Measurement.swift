@@ -28,10 +28,9 @@ func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptim
     Double(end - start) / 1e6
 }
 
-/// Wall time of each of `iters` uninstrumented forward passes, after `warmup` untimed ones, in
-/// one workspace (as a session would run).
-func forwardMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws -> [Double] {
-    let ws = Workspace()
+/// Wall time of each of `iters` uninstrumented forward passes in `ws` (as a session would run
+/// them), after `warmup` untimed ones.
+func forwardMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int) throws -> [Double] {
     for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
     return try (0..<iters).map { _ in
         let start = DispatchTime.now().uptimeNanoseconds
@@ -44,9 +43,8 @@ func forwardMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: In
 /// [layer][iteration], and each layer's output shape. Layer i runs from the previous layer's
 /// `observe` callback (the call, for layer 0) to its own; the head, which has no callback,
 /// from the last callback to the return.
-func layerMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int) throws
+func layerMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int) throws
     -> (samples: [[Double]], shapes: [[Int]]) {
-    let ws = Workspace()
     for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
     let layers = network.nodes.count
     var samples = [[Double]](repeating: [], count: layers)
@@ -60,7 +58,7 @@ func layerMilliseconds(_ network: Network, _ x: Tensor, warmup: Int, iters: Int)
             last = now
         }
         samples[layers - 1].append(milliseconds(since: last))
-        shapes[layers - 1] = HeadOutput(result).output.shape
+        shapes[layers - 1] = result.outputShape
     }
     return (samples, shapes)
 }

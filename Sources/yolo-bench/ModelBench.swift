@@ -63,11 +63,12 @@ struct ModelBench: ParsableCommand {
             sgemmPeaks: try threadCounts.map { ($0, try sgemmPeakGFLOPs(threads: $0)) })
         var report = Report(format: output, setup: setup)
         report.begin()
+        let ws = Workspace()
         for repetition in 1...repetitions {
             for (t, peak) in setup.sgemmPeaks {
                 BLAS.threads = t
-                let latency = Latency(samples: try forwardMilliseconds(network, x, warmup: warmup, iters: iters))
-                let layers = perLayer ? try layerRecords(network, x, flops: flops, sgemmPeak: peak) : nil
+                let latency = Latency(samples: try forwardMilliseconds(network, x, in: ws, warmup: warmup, iters: iters))
+                let layers = perLayer ? try layerRecords(network, x, in: ws, flops: flops, sgemmPeak: peak) : nil
                 report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency,
                                      layers: layers, pipeline: try pipeline?.measure(warmup: warmup, iters: iters)))
             }
@@ -76,8 +77,9 @@ struct ModelBench: ParsableCommand {
     }
 
     /// The per-layer table of one instrumented series: median ms per layer, and its FLOP rate.
-    private func layerRecords(_ network: Network, _ x: Tensor, flops: [Double], sgemmPeak: Double) throws -> [LayerRecord] {
-        let (samples, shapes) = try layerMilliseconds(network, x, warmup: warmup, iters: iters)
+    private func layerRecords(_ network: Network, _ x: Tensor, in ws: Workspace, flops: [Double],
+                              sgemmPeak: Double) throws -> [LayerRecord] {
+        let (samples, shapes) = try layerMilliseconds(network, x, in: ws, warmup: warmup, iters: iters)
         let ms = samples.map { Latency(samples: $0).median }
         let total = ms.reduce(0, +)
         return network.nodes.indices.map { i in
