@@ -34,7 +34,7 @@ let package = Package(
         // Counts heap allocations for the tests: it defines the process's malloc family.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         .testTarget(name: "YOLONetTests", dependencies: ["YOLONet", "AllocationCounter"]),
-        .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore"]),
+        .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore", "YOLONet"]),
         .testTarget(name: "CommandLineTests"),
     ]
 )

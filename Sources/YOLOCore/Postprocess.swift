@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import YOLONet
 
 /// A detection in network-input pixels, before mapping back to the original image.
 package struct RawDetection: Sendable, Equatable {
@@ -131,34 +132,6 @@ package func fastRotatedNMS(_ boxes: [RotatedBox], iouThreshold: Float, limit: I
         }
     }
     return keep
-}
-
-/// For each anchor, the largest of `classes` rows and its index (the first on ties).
-/// probs: [classes, anchors] row-major. Runs 16 anchors at a time.
-package func bestClassPerAnchor(_ probs: UnsafePointer<Float>, classes: Int, anchors: Int,
-                        _ best: UnsafeMutablePointer<Float>, _ bestClass: UnsafeMutablePointer<Int32>) {
-    var i = 0
-    while i + 16 <= anchors {
-        var m = SIMD16<Float>(repeating: -.infinity), idx = SIMD16<Int32>(repeating: 0)
-        for c in 0..<classes {
-            let v = UnsafeRawPointer(probs + c * anchors + i).loadUnaligned(as: SIMD16<Float>.self)
-            let greater = v .> m
-            m.replace(with: v, where: greater)
-            idx.replace(with: SIMD16(repeating: Int32(c)), where: greater)
-        }
-        UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
-        UnsafeMutableRawPointer(bestClass + i).storeBytes(of: idx, as: SIMD16<Int32>.self)
-        i += 16
-    }
-    for j in i..<anchors {
-        var m = -Float.infinity, idx: Int32 = 0
-        for c in 0..<classes where probs[c * anchors + j] > m {
-            m = probs[c * anchors + j]
-            idx = Int32(c)
-        }
-        best[j] = m
-        bestClass[j] = idx
-    }
 }
 
 /// Greedy NMS over boxes sorted by descending score: keep a box, drop every later box whose

@@ -315,27 +315,10 @@ struct Detect: Sendable {
     private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, anchors a: Int,
                       _ selection: HeadSelection, _ ws: Workspace) -> Map {
         let k = min(selection.maxDetections, a), e = task.extraChannels
-        // Each anchor's best class (the first on ties), 16 anchors at a time.
         let bestMap = ws.map(channels: 1, height: 1, width: a), best = bestMap.base
         defer { ws.release(bestMap) }
         let label = ws.buffer(Slot.labels, Int32.self, count: a)
-        var i = 0
-        while i + 16 <= a {
-            var m = SIMD16<Float>(repeating: -.infinity), arg = SIMD16<Int32>(repeating: 0)
-            for c in 0..<nc {
-                let v = UnsafeRawPointer(probs + c * a + i).loadUnaligned(as: SIMD16<Float>.self)
-                let better = v .> m
-                m.replace(with: v, where: better)
-                arg.replace(with: Int32(c), where: better)
-            }
-            UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
-            UnsafeMutableRawPointer(label + i).storeBytes(of: arg, as: SIMD16<Int32>.self)
-            i += 16
-        }
-        for j in i..<a { (best[j], label[j]) = (-.infinity, 0) }
-        for c in 0..<nc {
-            for j in i..<a where probs[c * a + j] > best[j] { (best[j], label[j]) = (probs[c * a + j], Int32(c)) }
-        }
+        bestClassPerAnchor(probs, classes: nc, anchors: a, best, label)
         let order = ws.buffer(Slot.order, Int.self, count: max(a, k * nc))
         topIndices(best, count: a, k, order: order)
         let output = ws.result(channels: k, height: 1, width: 6 + e), out = output.base
@@ -448,6 +431,34 @@ struct Classify: Sendable {
         probs.update(from: logits, count: nc)
         softmax(probs, outer: 1, length: nc, inner: 1)
         return HeadMaps(output: probsMap, outputRank: 2, protos: nil, boxes: nil, scores: nil, logits: logitsMap, extra: nil)
+    }
+}
+
+/// For each anchor, the largest of `classes` rows and its index (the first on ties).
+/// probs: [classes, anchors] row-major. Runs 16 anchors at a time.
+package func bestClassPerAnchor(_ probs: UnsafePointer<Float>, classes: Int, anchors: Int,
+                        _ best: UnsafeMutablePointer<Float>, _ bestClass: UnsafeMutablePointer<Int32>) {
+    var i = 0
+    while i + 16 <= anchors {
+        var m = SIMD16<Float>(repeating: -.infinity), idx = SIMD16<Int32>(repeating: 0)
+        for c in 0..<classes {
+            let v = UnsafeRawPointer(probs + c * anchors + i).loadUnaligned(as: SIMD16<Float>.self)
+            let greater = v .> m
+            m.replace(with: v, where: greater)
+            idx.replace(with: SIMD16(repeating: Int32(c)), where: greater)
+        }
+        UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
+        UnsafeMutableRawPointer(bestClass + i).storeBytes(of: idx, as: SIMD16<Int32>.self)
+        i += 16
+    }
+    for j in i..<anchors {
+        var m = -Float.infinity, idx: Int32 = 0
+        for c in 0..<classes where probs[c * anchors + j] > m {
+            m = probs[c * anchors + j]
+            idx = Int32(c)
+        }
+        best[j] = m
+        bestClass[j] = idx
     }
 }
 

@@ -1,6 +1,7 @@
 import Tensor
 import XCTest
 import YOLOCore
+import YOLONet
 
 /// Plain greedy NMS: the oracle for the SIMD version.
 private func referenceNMS(_ boxes: [SIMD4<Float>], offsets: [Float], iou threshold: Float, limit: Int) -> [Int] {
