@@ -111,8 +111,14 @@ func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, co
 extension Reference {
     /// Through `Reference.matmul` and `Reference.softmax`, as Ultralytics writes it.
     public static func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
-        let parts = split(qkv, sizes: [keyDim, keyDim, headDim], axis: 1)
-        let scores = softmax(matmul(parts[0], parts[1], transposeA: true, alpha: scale))
-        return matmul(parts[2], scores, transposeB: true)
+        let (heads, rowsPerHead, n) = (qkv.shape[0], qkv.shape[1], qkv.shape[2])
+        /// Rows `r` of every head: [heads, r.count, N].
+        func rows(_ r: Range<Int>) -> Tensor {
+            Tensor(shape: [heads, r.count, n], scalars: (0..<heads).flatMap { h in
+                qkv.scalars[((h * rowsPerHead + r.lowerBound) * n)..<((h * rowsPerHead + r.upperBound) * n)]
+            })
+        }
+        let scores = softmax(matmul(rows(0..<keyDim), rows(keyDim..<(2 * keyDim)), transposeA: true, alpha: scale))
+        return matmul(rows((2 * keyDim)..<rowsPerHead), scores, transposeB: true)
     }
 }
