@@ -29,7 +29,7 @@ package final class Scratch {
         let needed = max(64, intOffset + ints * MemoryLayout<Int>.stride)
         if needed > bytes {
             storage?.deallocate()
-            bytes = max(needed, bytes * 5 / 4)
+            bytes = needed
             storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
         }
         let base = storage!

@@ -119,10 +119,12 @@ package final class Workspace {
     }
 
     /// Offsets for this pass's blocks: each, in some order, at the lowest offset where it
-    /// overlaps no placed block whose span meets its own. Of three orders (largest size × span
-    /// first, largest first, allocation order) the smallest arena wins: for yolo26n at 640,
-    /// 12.9, 14.7 and 13.9 MB, where the peak of live blocks is 11.5 MB. The arena is
-    /// reallocated to fit.
+    /// overlaps no placed block whose span meets its own. The order starts as largest size ×
+    /// span first and is improved by swapping two blocks while that does not grow the arena,
+    /// until it is as small as the peak of live blocks (no plan can be smaller) or 500 swaps
+    /// have been tried (a pseudo-random sequence, the same every time). yolo26n at 640: 12.9 MB
+    /// from the first order, 11.5 MB, the peak, after a few dozen swaps (allocation order:
+    /// 13.9 MB). The arena is reallocated to fit.
     private func replan() {
         let spans = blocks.map { (count: $0.count, start: $0.start, end: $0.end == Int.max ? clock + 1 : $0.end) }
         func layout(_ order: [Int]) -> (offsets: [Int], size: Int) {
@@ -140,10 +142,18 @@ package final class Workspace {
             }
             return (offsets, size)
         }
-        let indices = Array(spans.indices)
-        let best = [indices.sorted { spans[$0].count * (spans[$0].end - spans[$0].start) > spans[$1].count * (spans[$1].end - spans[$1].start) },
-                    indices.sorted { spans[$0].count > spans[$1].count }, indices]
-            .map(layout).min { $0.size < $1.size }!
+        var live = [Int](repeating: 0, count: clock + 2)
+        for span in spans { for t in span.start..<span.end { live[t] += span.count } }
+        let bound = live.max() ?? 0
+        var order = spans.indices.sorted { spans[$0].count * (spans[$0].end - spans[$0].start) > spans[$1].count * (spans[$1].end - spans[$1].start) }
+        var best = layout(order), seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<500 where best.size > bound && order.count > 1 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            var next = order
+            next.swapAt(Int((seed >> 33) % UInt64(order.count)), Int((seed >> 11) % UInt64(order.count)))
+            let candidate = layout(next)
+            if candidate.size <= best.size { (best, order) = (candidate, next) }
+        }
         plan = zip(spans, best.offsets).map { ($0.count, $1) }
         if best.size > capacity {
             arena?.deallocate()
