@@ -314,6 +314,7 @@ struct Detect: Sendable {
     /// (box, score, class, extras).
     private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, anchors a: Int,
                       _ selection: HeadSelection, _ ws: Workspace) -> Map {
+        precondition(selection.maxDetections > 0, "maxDetections must be positive, got \(selection.maxDetections)")
         let k = min(selection.maxDetections, a), e = task.extraChannels
         let bestMap = ws.map(channels: 1, height: 1, width: a), best = bestMap.base
         defer { ws.release(bestMap) }

@@ -218,9 +218,11 @@ package struct Network: Sendable {
     }
 
     /// Whether layer j writes the front of the map of the Concat just after it: the Concat reads
-    /// it first and no other layer reads it.
+    /// it first and no other layer reads it. Not a Concat itself (its map may be the front of
+    /// another's, sized for that one).
     private func writesConcatFront(_ j: Int) -> Bool {
         guard j >= 0 && j + 1 < nodes.count, case .concat = nodes[j + 1].op else { return false }
+        if case .concat = nodes[j].op { return false }
         return nodes[j + 1].from[0] == j && !nodes[j + 1].from.dropFirst().contains(j) && saved[j] == nil
     }
 

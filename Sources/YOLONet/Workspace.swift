@@ -3,11 +3,14 @@ import Tensor
 /// The memory of forward passes, run one at a time: every activation and the head's results in
 /// one arena, the kernels' temporaries in a `Scratch`.
 ///
-/// A pass at a given input size asks for the same blocks, of the same sizes, in the same order
-/// and for the same spans each time. The first pass takes its blocks from the heap and records
-/// them; its end plans their offsets in the arena by lifetime (`replan`: each at the lowest
-/// offset free for its whole span), and the next pass starts with an arena of the plan's size. Passes that follow the plan allocate nothing (`AllocationTests`). A pass that
-/// departs from it (another input size) finishes on the heap and is planned in turn.
+/// A pass at a given input size (and head selection) asks for the same blocks, of the same
+/// sizes, in the same order and for the same spans each time. The first pass takes its blocks
+/// from the heap and records them; its end plans their offsets in the arena by lifetime
+/// (`replan`: each at the lowest offset free for its whole span), and the next pass starts with
+/// an arena of the plan's size. A pass follows the plan while its history, allocation by
+/// allocation and release by release, is the plan's; one that departs from it (another input
+/// size) finishes on the heap and is planned in turn. Passes that follow the plan allocate
+/// nothing (`AllocationTests`).
 ///
 /// Not `Sendable`: one task at a time uses a workspace (`YOLO` keeps a pool of them).
 package final class Workspace {
@@ -15,7 +18,6 @@ package final class Workspace {
     /// pass's clock (one tick per allocation and release), where it lies.
     private struct Block {
         var count: Int, start: Int, end: Int
-        var offset: Int
         var base: UnsafeMutablePointer<Float>
         /// From the heap (not yet planned).
         var onHeap: Bool
@@ -24,11 +26,15 @@ package final class Workspace {
     let scratch = Scratch()
     private var arena: UnsafeMutablePointer<Float>?
     private var capacity = 0
-    /// The blocks of this pass, in allocation order; `plan` gives the offsets of the last
-    /// planned pass's, which this pass follows while `following`.
+    /// The blocks of this pass, in allocation order; `plan` gives the sizes, spans and offsets
+    /// of the last planned pass's, which this pass follows while its history (every allocation
+    /// and release, tick by tick) is the plan's.
     private var blocks: [Block] = []
-    private var plan: [(count: Int, offset: Int)] = []
+    private var plan: [(count: Int, start: Int, end: Int, offset: Int)] = []
     private var following = false
+    /// The arena the plan needs: it grows at the next pass's start (the results of the pass
+    /// that planned it may lie in the present one).
+    private var planned = 0
     private var clock = 0
     /// Blocks kept as results: in use when the pass ends, valid until the next one.
     private var kept = 0
@@ -62,6 +68,11 @@ package final class Workspace {
         }
         if freed { Memory.returnFreePages() }
         blocks.removeAll(keepingCapacity: true)
+        if planned > capacity {
+            arena?.deallocate()
+            capacity = planned
+            arena = .allocate(capacity: capacity)
+        }
         clock = 0
         kept = 0
         following = !plan.isEmpty
@@ -77,7 +88,10 @@ package final class Workspace {
         let inUse = blocks.reduce(0) { $0 + ($1.end == Int.max ? 1 : 0) }
         precondition(inUse == kept, "\(inUse - kept) activation blocks still in use after a forward pass")
         for i in outputs.indices { outputs[i] = nil }
-        guard !following || blocks.count != plan.count else { return }
+        if following && blocks.count == plan.count
+            && blocks.indices.allSatisfy({ (blocks[$0].end == Int.max ? clock + 1 : blocks[$0].end) == plan[$0].end }) {
+            return
+        }
         replan()
     }
 
@@ -85,16 +99,10 @@ package final class Workspace {
     func map(channels: Int, height: Int, width: Int) -> Map {
         let count = (channels * height * width + 15) / 16 * 16, i = blocks.count
         clock += 1
-        if following && (i >= plan.count || plan[i].count != count) { following = false }
-        var block = Block(count: count, start: clock, end: Int.max, offset: 0, base: arena ?? .allocate(capacity: 1), onHeap: false)
-        if following {
-            block.offset = plan[i].offset
-            block.base = arena! + block.offset
-        } else {
-            if arena == nil { block.base.deallocate() }
-            block.base = .allocate(capacity: count)
-            block.onHeap = true
-        }
+        if following && (i >= plan.count || plan[i].count != count || plan[i].start != clock) { following = false }
+        let block = following
+            ? Block(count: count, start: clock, end: Int.max, base: arena! + plan[i].offset, onHeap: false)
+            : Block(count: count, start: clock, end: Int.max, base: .allocate(capacity: count), onHeap: true)
         blocks.append(block)
         return Map(block.base, channels: channels, height: height, width: width)
     }
@@ -115,7 +123,12 @@ package final class Workspace {
         }
         clock += 1
         blocks[i].end = clock
-        if blocks[i].onHeap { blocks[i].base.deallocate() }
+        if blocks[i].onHeap {
+            blocks[i].base.deallocate()
+        } else if plan[i].end != clock {
+            // Released off the plan: later blocks could overlap this one.
+            following = false
+        }
     }
 
     /// Offsets for this pass's blocks: each, in some order, at the lowest offset where it
@@ -124,7 +137,7 @@ package final class Workspace {
     /// until it is as small as the peak of live blocks (no plan can be smaller) or 500 swaps
     /// have been tried (a pseudo-random sequence, the same every time). yolo26n at 640: 12.9 MB
     /// from the first order, 11.5 MB, the peak, after a few dozen swaps (allocation order:
-    /// 13.9 MB). The arena is reallocated to fit.
+    /// 13.9 MB).
     private func replan() {
         let spans = blocks.map { (count: $0.count, start: $0.start, end: $0.end == Int.max ? clock + 1 : $0.end) }
         func layout(_ order: [Int]) -> (offsets: [Int], size: Int) {
@@ -154,12 +167,8 @@ package final class Workspace {
             let candidate = layout(next)
             if candidate.size <= best.size { (best, order) = (candidate, next) }
         }
-        plan = zip(spans, best.offsets).map { ($0.count, $1) }
-        if best.size > capacity {
-            arena?.deallocate()
-            capacity = best.size
-            arena = .allocate(capacity: capacity)
-        }
+        plan = zip(spans, best.offsets).map { ($0.count, $0.start, $0.end, $1) }
+        planned = best.size
     }
 
     /// Buffer `slot` with room for `count` values of `type`, kept from pass to pass (contents
