@@ -163,8 +163,9 @@ public final class YOLO: Sendable {
 
     private func name(_ cls: Int) -> String { cls >= 0 && cls < names.count ? names[cls] : "class\(cls)" }
 
-    /// The network's output for `input`, run in a pooled workspace: after a first prediction at
-    /// an input size, the pass itself allocates nothing.
+    /// The network's output for `input`, run in a pooled workspace: from the third prediction at
+    /// an input size on (the first plans the workspace's arena, the second allocates it), the
+    /// pass itself allocates nothing.
     private func infer(_ input: Tensor, _ selection: HeadSelection) throws -> HeadOutput {
         let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
         let head = HeadOutput(try model.network.forward(input, in: ws, selection: selection), raw: false)

@@ -287,7 +287,7 @@ package struct Network: Sendable {
                 case .c3k2(let m):
                     // The block releases its input as soon as it has read it, when it is the last reader.
                     let j = node.from[0]
-                    let consuming = j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i && !writesConcatFront(i)
+                    let consuming = j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i
                     if consuming { ws.outputs[j] = nil }
                     y = m(first, into: writesConcatFront(i) ? output() : nil, consuming: consuming, ws)
                 case .sppf(let m): y = output(); m(first, into: y, ws)

