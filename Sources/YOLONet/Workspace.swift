@@ -54,9 +54,6 @@ package final class Workspace {
         for buffer in buffers { buffer?.deallocate() }
     }
 
-    /// Bytes of the arena.
-    package var arenaBytes: Int { capacity * MemoryLayout<Float>.stride }
-
     /// Starts a pass of a graph of `layers` layers.
     func begin(layers: Int) {
         // The last pass's results that came from the heap; then its other heap blocks' pages,
