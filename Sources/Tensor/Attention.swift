@@ -61,7 +61,7 @@ private struct AttentionColumns: ParallelWork {
     let keyDim: Int, headDim: Int, n: Int, keyPanels: Int, gemm: Int
     let scale: Float
 
-    func run(part t: Int) {
+    func run(part t: Int, thread _: Int) {
         let cols = parts[t], s = scores.pointer + cols.lowerBound
         let none = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
         packedGEMM(panels.pointer, m: n, k: keyDim, b: q.pointer + cols.lowerBound, rows: rows.pointer,

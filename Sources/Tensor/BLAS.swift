@@ -114,7 +114,7 @@ public enum BLAS {
         let m: Int, k: Int, lda: Int, ldb: Int, ldc: Int
         let alpha: Float, beta: Float
 
-        func run(part: Int) {
+        func run(part: Int, thread _: Int) {
             let cols = parts[part]
             // CBLAS enum values: CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112.
             loaded.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(cols.count), Int32(k), alpha,

@@ -104,17 +104,20 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
             && !weight.isDepthwise
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
-        let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48) : Parallel.ranges(phases.blockCount, parts: threads)
-        let taps = p.kernelH * p.kernelW
+        // Parts for threads to claim as they come free: a block of rows each, or columns, four
+        // parts a thread (a static half each waited for a core the system had stalled).
+        let parts = direct ? Parallel.ranges(plane, parts: threads == 1 ? 1 : 4 * threads, align: 48)
+            : Parallel.ranges(phases.blockCount, parts: phases.blockCount)
+        let workers = min(threads, parts.count), taps = p.kernelH * p.kernelW
         // Each thread's GEMM temporaries and planes, then B's row offsets.
         let perThread = gemmScratch(m: coutG) + (direct ? 0 : phases.count)
-        let (buffers, rows) = scratch.take(floats: parts.count * perThread, ints: cinG * taps)
+        let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }
         } else {
             phases.rowOffsets(channels: cinG, p, into: rows)
         }
-        Parallel.forEach(parts.count, ConvParts(
+        Parallel.forEach(parts.count, threads: workers, ConvParts(
             x: xa, y: ya, residual: ra, weight: wa, bias: ba, rows: Address(rows), scratch: Address(buffers),
             perThread: perThread, parts: parts, direct: direct, depthwise: weight.isDepthwise, phases: phases, p: p,
             activation: activation, cin: cin, ho: ho, wo: wo, k: k, coutG: coutG, panels: panels))
@@ -122,8 +125,8 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
     }
 }
 
-/// `conv2d`'s GEMM and depthwise paths: part t is a range of output columns (direct) or of row
-/// blocks (the phase planes), with thread t's scratch.
+/// `conv2d`'s GEMM and depthwise paths: a part is a range of output columns (direct) or of row
+/// blocks (the phase planes), run with its thread's scratch.
 private struct ConvParts: ParallelWork {
     let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
     /// B's row offsets, and the scratch (`perThread` floats a part: GEMM temporaries, then planes).
@@ -136,16 +139,16 @@ private struct ConvParts: ParallelWork {
     let activation: Activation
     let cin: Int, ho: Int, wo: Int, k: Int, coutG: Int, panels: Int
 
-    func run(part t: Int) {
+    func run(part: Int, thread t: Int) {
         let plane = ho * wo
         if direct {
-            // The input is B as it lies: columns per thread.
-            let cols = parts[t]
+            // The input is B as it lies.
+            let cols = parts[part]
             return gemm(x.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
                         from: cols.lowerBound, thread: t)
         }
         let planes = scratch.pointer + t * perThread + gemmScratch(m: coutG)
-        for block in parts[t] {
+        for block in parts[part] {
             let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
             phases.fill(planes, from: x.pointer, outputRows: first, p)
             if depthwise {
@@ -263,6 +266,16 @@ struct PhasePlanes: Sendable {
                                 UnsafeMutableRawPointer(o + lo + i).storeBytes(of: SIMD16<UInt32>(truncatingIfNeeded: pairs),
                                                                                as: SIMD16<UInt32>.self)
                                 i += 16
+                            }
+                            // The last 16 (over some already written) as the high halves of the 32
+                            // floats from one before, which this row holds: one float at a time
+                            // they were a fifth of the 80-float rows and most of the fill's time.
+                            if i < hi - lo && hi - lo > 16 {
+                                let last = hi - lo - 16
+                                let pairs = UnsafeRawPointer(src + 2 * last - 1).loadUnaligned(as: SIMD16<UInt64>.self)
+                                UnsafeMutableRawPointer(o + lo + last).storeBytes(
+                                    of: SIMD16<UInt32>(truncatingIfNeeded: pairs &>> 32), as: SIMD16<UInt32>.self)
+                                i = hi - lo
                             }
                         }
                         while i < hi - lo {

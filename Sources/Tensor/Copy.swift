@@ -11,7 +11,7 @@ private struct CopyRanges: ParallelWork {
     let src: Address<Float>, dst: Address<Float>
     let parts: Partition
 
-    func run(part t: Int) {
+    func run(part t: Int, thread _: Int) {
         (dst.pointer + parts[t].lowerBound).initialize(from: src.pointer + parts[t].lowerBound, count: parts[t].count)
     }
 }

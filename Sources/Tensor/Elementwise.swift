@@ -36,7 +36,7 @@ private struct ActivationRanges: ParallelWork {
     let parts: Partition
     let activation: Activation
 
-    func run(part t: Int) {
+    func run(part t: Int, thread _: Int) {
         let r = parts[t]
         applyActivation(activation, src.pointer + r.lowerBound, dst.pointer + r.lowerBound, count: r.count)
     }

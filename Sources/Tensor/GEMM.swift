@@ -185,6 +185,17 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 done += min(count - done, runs.length - x)
             }
             pieces[pieceCount] = (count, 0)
+            // C's lines two strips on, for writing (and the residual's): a tile's stores that
+            // missed waited in the store queue for their lines, a few misses at a time.
+            if j + 3 * R.width <= n {
+                for r in 0..<m {
+                    let ahead = r * ldc + column + 2 * R.width
+                    for o in stride(from: 0, to: R.width, by: 16) {
+                        prefetchForWrite(c + ahead + o)
+                        if let residual = epilogue.residual { prefetchL2(residual + ahead + o) }
+                    }
+                }
+            }
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
                 for i in steps {

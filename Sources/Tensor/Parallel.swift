@@ -20,14 +20,17 @@ public enum Parallel {
         set { storage.store(max(1, newValue), ordering: .relaxed) }
     }
 
-    /// Runs `work.run(part: i)` for every i in 0..<count, concurrently when count > 1; returns
-    /// when all are done. The caller runs parts too. A call made while another is in progress
-    /// (from another thread, or from inside a part) runs serially on its own thread.
-    static func forEach<Work: ParallelWork>(_ count: Int, _ work: Work) {
-        if count == 1 {
-            work.run(part: 0)
+    /// Runs `work.run(part: i, thread: t)` for every i in 0..<count on at most `threads` threads
+    /// (t: 0 for the caller, which runs parts too, then 1, 2, … below `threads`), concurrently
+    /// when count > 1; returns when all are done. Threads claim parts as they come free, so a
+    /// thread the system stalls takes fewer: a kernel cut into more parts than threads keeps
+    /// per-thread temporaries by `thread`. A call made while another is in progress (from
+    /// another thread, or from inside a part) runs serially on its own thread (t = 0).
+    static func forEach<Work: ParallelWork>(_ count: Int, threads: Int = .max, _ work: Work) {
+        if count == 1 || threads == 1 {
+            for i in 0..<count { work.run(part: i, thread: 0) }
         } else if count > 1 {
-            WorkerPool.shared.run(count, work)
+            WorkerPool.shared.run(count, threads: threads, work)
         }
     }
 
@@ -38,17 +41,18 @@ public enum Parallel {
     }
 }
 
-/// A kernel's parallel region: what its parts share, and how part i runs. A value, not a
-/// closure: the workers reach it through its address on the caller's stack, where a closure
-/// would have to be boxed on the heap (`withoutActuallyEscaping` does that once per region).
+/// A kernel's parallel region: what its parts share, and how part i runs on thread t. A value,
+/// not a closure: the workers reach it through its address on the caller's stack, where a
+/// closure would have to be boxed on the heap (`withoutActuallyEscaping` does that once per
+/// region).
 protocol ParallelWork: Sendable {
-    func run(part: Int)
+    func run(part: Int, thread: Int)
 }
 
 extension ParallelWork {
     /// `run(part:)` of the work at `work`: a plain function, whatever the type.
-    fileprivate static func run(_ work: UnsafeRawPointer, part: Int) {
-        work.assumingMemoryBound(to: Self.self).pointee.run(part: part)
+    fileprivate static func run(_ work: UnsafeRawPointer, part: Int, thread: Int) {
+        work.assumingMemoryBound(to: Self.self).pointee.run(part: part, thread: thread)
     }
 }
 
@@ -85,11 +89,12 @@ struct Address<Pointee>: Sendable {
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    /// A job: `count` parts of the work at `work` (on the stack of the `run` call), run by `run`.
+    /// A job: `count` parts of the work at `work` (on the stack of the `run` call), run by `run`
+    /// on threads numbered below `threads`.
     private struct Job {
         let work: UnsafeRawPointer
-        let run: (UnsafeRawPointer, Int) -> Void
-        let count: Int
+        let run: (UnsafeRawPointer, Int, Int) -> Void
+        let count: Int, threads: Int
     }
 
     /// The address of the job in progress, 0 between jobs.
@@ -105,21 +110,21 @@ final class WorkerPool: Sendable {
     private let spinLimit = 200_000
 
     private init(workers: Int) {
-        for _ in 0..<workers {
-            let thread = Thread { [self] in loop() }
+        for id in 1...workers {
+            let thread = Thread { [self] in loop(thread: id) }
             thread.name = "yolo-worker"
             thread.start()
         }
     }
 
-    func run<Work: ParallelWork>(_ count: Int, _ work: Work) {
+    func run<Work: ParallelWork>(_ count: Int, threads: Int, _ work: Work) {
         guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
-            for i in 0..<count { work.run(part: i) }
+            for i in 0..<count { work.run(part: i, thread: 0) }
             return
         }
         defer { busy.store(false, ordering: .releasing) }
         withUnsafePointer(to: work) { work in
-            var job = Job(work: UnsafeRawPointer(work), run: Work.run, count: count)
+            var job = Job(work: UnsafeRawPointer(work), run: Work.run, count: count, threads: threads)
             withUnsafePointer(to: &job) { job in
                 next.store(0, ordering: .relaxed)
                 done.store(0, ordering: .relaxed)
@@ -128,7 +133,7 @@ final class WorkerPool: Sendable {
                 generation.add(1, ordering: .releasing)
                 wakeup.broadcast()
                 wakeup.unlock()
-                self.work(job)
+                self.work(job, thread: 0)
                 while done.load(ordering: .acquiring) < count {}
                 current.store(0, ordering: .sequentiallyConsistent)
                 // A worker that counted itself in before this load may still read the job.
@@ -138,16 +143,16 @@ final class WorkerPool: Sendable {
     }
 
     /// Claims and runs parts until none is left.
-    private func work(_ job: UnsafePointer<Job>) {
+    private func work(_ job: UnsafePointer<Job>, thread: Int) {
         while true {
             let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard i < job.pointee.count else { return }
-            job.pointee.run(job.pointee.work, i)
+            job.pointee.run(job.pointee.work, i, thread)
             done.add(1, ordering: .releasing)
         }
     }
 
-    private func loop() {
+    private func loop(thread: Int) {
         var seen = 0
         while true {
             var spins = 0
@@ -161,7 +166,10 @@ final class WorkerPool: Sendable {
             }
             seen = generation.load(ordering: .acquiring)
             holding.add(1, ordering: .sequentiallyConsistent)
-            if let job = UnsafePointer<Job>(bitPattern: current.load(ordering: .sequentiallyConsistent)) { work(job) }
+            if let job = UnsafePointer<Job>(bitPattern: current.load(ordering: .sequentiallyConsistent)),
+               thread < job.pointee.threads {
+                work(job, thread: thread)
+            }
             holding.subtract(1, ordering: .releasing)
         }
     }

@@ -42,7 +42,7 @@ private struct PoolPlanes: ParallelWork {
     let planes: Partition
     let h: Int, w: Int, ho: Int, wo: Int, kernel: Int, stride: Int, padding: Int
 
-    func run(part: Int) {
+    func run(part: Int, thread _: Int) {
         let (pw, ph) = (w + 2 * padding, h + 2 * padding)
         let xp = x.pointer, yp = y.pointer
         if stride == 1 {

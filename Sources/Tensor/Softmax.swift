@@ -24,7 +24,7 @@ private struct SoftmaxParts: ParallelWork {
     let parts: Partition
     let outer: Int, length: Int, inner: Int
 
-    func run(part: Int) {
+    func run(part: Int, thread _: Int) {
         if inner == 1 {
             for r in parts[part] { softmaxRow(x.pointer + r * length, count: length) }
         } else {

@@ -28,7 +28,7 @@ private struct UpsampleRows: ParallelWork {
     let parts: Partition
     let w: Int, scale: Int
 
-    func run(part t: Int) {
+    func run(part t: Int, thread _: Int) {
         let wo = w * scale
         for row in parts[t] {
             let src = x.pointer + row * w, dst = y.pointer + row * wo * scale

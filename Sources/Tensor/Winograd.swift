@@ -66,19 +66,20 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
     // The last strip of a block reads up to a strip of junk tiles past the planes.
     let planesCount = grid.count + R.width
     let perThread = planesCount + 16 * (depth + cout) * R.width
-    let parts = Parallel.ranges(grid.blockCount, parts: threads)
+    // A block a part, for threads to claim as they come free.
+    let parts = Parallel.ranges(grid.blockCount, parts: grid.blockCount), workers = min(threads, parts.count)
     // Each thread's planes, panels and strip outputs, then a zero bias; the patch taps.
-    let (buffers, taps) = scratch.take(floats: parts.count * perThread + cout, ints: cin * 16)
-    let zeros = buffers + parts.count * perThread
+    let (buffers, taps) = scratch.take(floats: workers * perThread + cout, ints: cin * 16)
+    let zeros = buffers + workers * perThread
     zeros.initialize(repeating: 0, count: cout)
     grid.rowOffsets(channels: cin, Winograd.patches, into: taps)
-    Parallel.forEach(parts.count, WinogradParts<R>(
+    Parallel.forEach(parts.count, threads: workers, WinogradParts<R>(
         x: Address(x), weight: Address(weight), y: Address(y), bias: Address(bias), residual: residual.map { Address($0) },
         zeros: Address(zeros), taps: Address(taps), scratch: Address(buffers), perThread: perThread, planesCount: planesCount,
         parts: parts, grid: grid, activation: activation, cin: cin, cout: cout, h: h, w: w, depth: depth, pack: pack))
 }
 
-/// `winogradConv2d`'s part t: blocks of tile rows, with thread t's scratch.
+/// `winogradConv2d`'s parts: blocks of tile rows, run with their thread's scratch.
 private struct WinogradParts<R: TileRow>: ParallelWork {
     let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
     let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
@@ -88,12 +89,12 @@ private struct WinogradParts<R: TileRow>: ParallelWork {
     let activation: Activation
     let cin: Int, cout: Int, h: Int, w: Int, depth: Int, pack: Int
 
-    func run(part t: Int) {
+    func run(part: Int, thread t: Int) {
         let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
         let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
         let epilogue = Epilogue(bias: bias.pointer, activation: activation, residual: residual.map { UnsafePointer($0.pointer) })
         let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
-        for block in parts[t] {
+        for block in parts[part] {
             let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
             grid.fill(planes, from: x.pointer, outputRows: first, Winograd.patches)
             for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {

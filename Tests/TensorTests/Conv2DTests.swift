@@ -90,6 +90,9 @@ final class Conv2DTests: XCTestCase {
         // Outputs whole 16-column vectors wide: one GEMM per output row (stride 1 and 2).
         check(cin: 16, cout: 32, h: 7, w: 48, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 403)
         check(cin: 13, cout: 7, h: 33, w: 32, kernel: 3, stride: 2, padding: 1, groups: 1, activation: .silu, seed: 404)
+        // Stride-2 rows whose planes end in a part of 16 columns, read as the high halves of pairs.
+        check(cin: 5, cout: 9, h: 9, w: 161, kernel: 3, stride: 2, padding: 1, groups: 1, seed: 405)
+        check(cin: 5, cout: 9, h: 7, w: 80, kernel: 5, stride: 2, padding: 2, groups: 1, seed: 406)
     }
 
     /// 3×3 stride-1 padding-1 convolutions of 32 or more input channels run Winograd F(2×2, 3×3):
