@@ -142,6 +142,12 @@ package struct Epilogue {
 /// B may be read up to `gemmReadSlack` floats past the last column a run uses. `scratch` holds
 /// `gemmScratch(m:)` floats of the call's temporaries (one per concurrent call).
 ///
+/// `inPlace`: the tiles read B's rows where they lie, not from a copied panel, wherever a
+/// strip's rows fit the panel's budget and lie in one run. For products of few rows (a
+/// convolution's ≤ 32 output channels), whose tiles reuse a panel only a few times, the copy
+/// cost more than that reuse saved; rows a multiple of 4 KB apart, which fall into the same L1
+/// sets, need the copy.
+///
 /// Register tiles stay in registers for the whole reduction, and the K-row strip of B under
 /// them is reused from cache by every row tile. Their shape follows the vector registers the
 /// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
@@ -149,15 +155,16 @@ package struct Epilogue {
 /// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
 package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
-                        _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, tiles: TileGeometry = .target) {
+                        _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
+                        tiles: TileGeometry = .target) {
     let runs = runs ?? (n, n)
     switch tiles {
     case .avx512:
         packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch)
+                   scratch: scratch, inPlace: inPlace)
     case .avx2:
         packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch)
+                   scratch: scratch, inPlace: inPlace)
     }
 }
 
@@ -183,7 +190,7 @@ package let gemmReadSlack = 48
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
     rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
-    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>
+    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
@@ -215,6 +222,14 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                         if let residual = epilogue.residual { prefetchL2(residual + ahead + o) }
                     }
                 }
+            }
+            if inPlace && k <= depth && pieceCount == 1 && count == R.width {
+                let source = b + pieces[0].source
+                for first in stride(from: 0, to: m, by: R.rows) {
+                    tile(R.self, steps: 0..<k, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
+                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue)
+                }
+                return
             }
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
@@ -380,6 +395,15 @@ typealias Row8 = Row1<Vec8>
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
                       column: Int, _ epilogue: Epilogue) {
+    tile(R.self, steps: steps, of: k, a: a, b: { b + ($0 - steps.lowerBound) * R.width }, rows: rows, c: c, ldc: ldc,
+         column: column, epilogue)
+}
+
+/// `tile` with step i's B row at `b(i)`.
+@inline(__always)
+func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: (Int) -> UnsafePointer<Float>,
+                      rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                      column: Int, _ epilogue: Epilogue) {
     @inline(__always) func start(_ i: Int) -> R {
         let row = rows.lowerBound + i
         return steps.lowerBound == 0 || row >= rows.upperBound ? R() : R(loading: c + row * ldc + column)
@@ -387,10 +411,9 @@ func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<
     var r0 = start(0), r1 = start(1), r2 = start(2), r3 = start(3)
     var r4 = R(), r5 = R(), r6 = R(), r7 = R()
     if R.rows == 8 { (r4, r5, r6, r7) = (start(4), start(5), start(6), start(7)) }
-    var pa = a + 8 * steps.lowerBound, pb = b
-    for _ in steps {
-        let bv = R(loading: pb)
-        pb += R.width
+    var pa = a + 8 * steps.lowerBound
+    for i in steps {
+        let bv = R(loading: b(i))
         r0.add(pa[0], times: bv)
         r1.add(pa[1], times: bv)
         r2.add(pa[2], times: bv)

@@ -7,7 +7,8 @@ import XCTest
 /// activation, residual.
 final class GEMMTests: XCTestCase {
     private func check(m: Int, k: Int, n: Int, runs: (length: Int, stride: Int)?, activation: Activation,
-                       residual: Bool, tiles: TileGeometry, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+                       residual: Bool, inPlace: Bool = false, tiles: TileGeometry, seed: UInt64,
+                       file: StaticString = #filePath, line: UInt = #line) {
         let (length, stride) = runs ?? (n, n)
         // B's rows hold every run of the n columns, then the slack the GEMM may read past them.
         let ldb = (n + length - 1) / length * stride + gemmReadSlack
@@ -27,7 +28,7 @@ final class GEMMTests: XCTestCase {
                                            runs: runs, c: pc.baseAddress!, ldc: n,
                                            Epilogue(bias: pbias.baseAddress!, activation: activation,
                                                     residual: residual ? pres.baseAddress! : nil),
-                                           scratch: &scratch, tiles: tiles)
+                                           scratch: &scratch, inPlace: inPlace, tiles: tiles)
                             }
                         }
                     }
@@ -45,7 +46,8 @@ final class GEMMTests: XCTestCase {
         }
         assertClose(Tensor(shape: [m, n], scalars: c), Tensor(shape: [m, n], scalars: expected),
                     tolerance: tolerance(reduction: k),
-                    "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual)",
+                    "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual) "
+                    + "in place \(inPlace)",
                     file: file, line: line)
     }
 
@@ -94,6 +96,11 @@ final class GEMMTests: XCTestCase {
             for (n, runs) in [(49, (7, 9)), (130, (13, 15)), (100, (5, 20)), (160, (80, 82)), (127, (127, 129))] {
                 for (activation, residual) in [(Activation.none, false), (.silu, true), (.sigmoid, false)] {
                     check(m: 13, k: 300, n: n, runs: runs, activation: activation, residual: residual, tiles: tiles, seed: seed)
+                    seed += 4
+                }
+                // B in place: short reductions (in place) and ones longer than a panel (copied).
+                for k in [7, 85, 300] {
+                    check(m: 21, k: k, n: n, runs: runs, activation: .silu, residual: true, inPlace: true, tiles: tiles, seed: seed)
                     seed += 4
                 }
             }
