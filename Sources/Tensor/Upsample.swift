@@ -32,8 +32,19 @@ private struct UpsampleRows: ParallelWork {
         let wo = w * scale
         for row in parts[t] {
             let src = x.pointer + row * w, dst = y.pointer + row * wo * scale
-            for ix in 0..<w {
+            var ix = 0
+            if scale == 2 {
+                // 8 floats each twice: 64-bit lanes holding (f, f) (one at a time they were
+                // 7 M instructions of a yolo26n pass).
+                while ix + 8 <= w {
+                    let v = SIMD8<UInt64>(truncatingIfNeeded: UnsafeRawPointer(src + ix).loadUnaligned(as: SIMD8<UInt32>.self))
+                    UnsafeMutableRawPointer(dst + 2 * ix).storeBytes(of: v | v &<< 32, as: SIMD8<UInt64>.self)
+                    ix += 8
+                }
+            }
+            while ix < w {
                 (dst + ix * scale).initialize(repeating: src[ix], count: scale)
+                ix += 1
             }
             for r in 1..<scale { (dst + r * wo).update(from: dst, count: wo) }
         }
