@@ -395,7 +395,7 @@ typealias Row8 = Row1<Vec8>
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
                       column: Int, _ epilogue: Epilogue) {
-    tile(R.self, steps: steps, of: k, a: a, b: { b + ($0 - steps.lowerBound) * R.width }, rows: rows, c: c, ldc: ldc,
+    tile(R.self, steps: steps, of: k, a: a, b: { b + ($0 &- steps.lowerBound) &* R.width }, rows: rows, c: c, ldc: ldc,
          column: column, epilogue)
 }
 
