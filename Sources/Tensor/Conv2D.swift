@@ -106,8 +106,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
         // Parts for threads to claim as they come free: a block of rows each (a fixed half of
         // the blocks each waited for a core the system had stalled), or a range of columns a
-        // thread for 1×1 (four a thread read the weights twice as often: 0.92 against 0.88 of
-        // the previous time at 2 threads, whole yolo26n, same runs).
+        // thread for 1×1 (four a thread, each streaming all the weights, measured no better).
         let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48)
             : Parallel.ranges(phases.blockCount, parts: phases.blockCount)
         let workers = min(threads, parts.count), taps = p.kernelH * p.kernelW
