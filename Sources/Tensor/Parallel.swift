@@ -50,7 +50,7 @@ protocol ParallelWork: Sendable {
 }
 
 extension ParallelWork {
-    /// `run(part:)` of the work at `work`: a plain function, whatever the type.
+    /// `run(part:thread:)` of the work at `work`: a plain function, whatever the type.
     fileprivate static func run(_ work: UnsafeRawPointer, part: Int, thread: Int) {
         work.assumingMemoryBound(to: Self.self).pointee.run(part: part, thread: thread)
     }
