@@ -117,6 +117,23 @@ final class YOLOBenchTests: CommandTestCase {
         XCTFail("sum of layer medians / whole-model median: \(ratios)")
     }
 
+    /// `yolo-bench conv`: a row per shape and thread count; malformed shapes are one-line errors.
+    func testConvTimesEachShape() throws {
+        let result = try bench(["conv", "--shapes", "16x20x20:8:3:2,8x9x9:8:3:1:8,32x7x7:16:1:1", "--threads", "1,2",
+                                "--iters", "2"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = result.stdout.split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| input") }
+        XCTAssertEqual(rows.count, 6, result.stdout)
+        XCTAssertTrue(rows[0].hasPrefix("| 16×20×20 | 8×10×10 | 3 | 2 | 1 | 1 |"), String(rows[0]))
+        for (shapes, message) in [("16x20:8:3:1", "is not CinxHxW"), ("6x9x9:8:3:1:4", "multiples of the groups"),
+                                  ("4096x4096x8:8:1:1", "2^26")] {
+            let bad = try bench(["conv", "--shapes", shapes])
+            XCTAssertNotEqual(bad.status, 0, shapes)
+            XCTAssertTrue(bad.stderr.contains(message), "\(shapes): \(bad.stderr)")
+            XCTAssertEqual(bad.stdout, "", shapes)
+        }
+    }
+
     func testRandomWeightsWhenNoFileIsFound() throws {
         let result = try bench(["--model", "yolo11s", "--no-per-layer"] + short)
         XCTAssertEqual(result.status, 0, result.stderr)
