@@ -116,7 +116,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         // time with the panel copy on 3×3 convolutions of 16 or fewer input channels and 1×1
         // ones on 80×80 maps), unless its channels are a multiple of 4 KB apart (1×1 on
         // 160×160: 1.17–1.32).
-        let inPlace = coutG <= 32 && (direct ? plane : phases.channelStride) % 1024 != 0
+        let inPlace = coutG <= 32 && (direct ? h * w : phases.channelStride) % 1024 != 0
         let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }
@@ -135,7 +135,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
 /// blocks (the phase planes), run with its thread's scratch.
 private struct ConvParts: ParallelWork {
     let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
-    /// B's row offsets, and the scratch (`perThread` floats a part: GEMM temporaries, then planes).
+    /// B's row offsets, and the scratch (`perThread` floats a thread: GEMM temporaries, then planes).
     let rows: Address<Int>, scratch: Address<Float>
     let perThread: Int
     let parts: Partition
