@@ -1,3 +1,4 @@
+import CTargetFeatures
 import Foundation
 
 /// Activation applied in a kernel's epilogue.
@@ -6,13 +7,22 @@ public enum Activation: Sendable, Equatable {
 }
 
 /// dst[i] = activation(src[i]) for i < count; `dst` may be `src`.
-@inlinable
 public func applyActivation(_ activation: Activation, _ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>,
                             count: Int) {
+    if TARGET_VECTOR_BITS >= 512 {
+        applyActivation(Vec16.self, activation, src, dst, count: count)
+    } else {
+        applyActivation(Vec8.self, activation, src, dst, count: count)
+    }
+}
+
+@inline(__always)
+private func applyActivation<V: FloatVector>(_: V.Type, _ activation: Activation, _ src: UnsafePointer<Float>,
+                                             _ dst: UnsafeMutablePointer<Float>, count: Int) {
     switch activation {
     case .none: if UnsafePointer(dst) != src { dst.update(from: src, count: count) }
-    case .silu: map16(src, dst, count, silu)
-    case .sigmoid: map16(src, dst, count, sigmoid)
+    case .silu: mapVectors(src, dst, count) { (x: V) in silu(x) }
+    case .sigmoid: mapVectors(src, dst, count) { (x: V) in sigmoid(x) }
     }
 }
 

@@ -1,3 +1,4 @@
+import CTargetFeatures
 import Foundation
 
 /// Softmax along `axis` (the last by default): y = exp(x − max) / Σ exp(x − max).
@@ -49,12 +50,22 @@ func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
         rowMax = max(rowMax, row[i])
         i += 1
     }
-    let shift = Vec16(repeating: rowMax)
+    if TARGET_VECTOR_BITS >= 512 {
+        normalize(Vec16.self, row, count: count, max: rowMax)
+    } else {
+        normalize(Vec8.self, row, count: count, max: rowMax)
+    }
+}
+
+/// row[i] = exp(row[i] − max) / Σ exp(row[j] − max), in vectors of `V`.
+@inline(__always)
+private func normalize<V: FloatVector>(_: V.Type, _ row: UnsafeMutablePointer<Float>, count: Int, max: Float) {
+    let shift = V(repeating: max)
+    mapVectors(UnsafePointer(row), row, count) { (v: V) in exp(v - shift) }
     var sum: Float = 0
-    map16(UnsafePointer(row), row, count) { v in exp(v - shift) }
     for j in 0..<count { sum += row[j] }
-    let scale = Vec16(repeating: 1 / sum)
-    map16(UnsafePointer(row), row, count) { $0 * scale }
+    let scale = V(repeating: 1 / sum)
+    mapVectors(UnsafePointer(row), row, count) { (v: V) in v * scale }
 }
 
 extension Reference {

@@ -90,19 +90,20 @@ public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(-x)) }
 @inlinable @inline(__always)
 public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(-x)) }
 
-/// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`). The tail
-/// goes through the same vector function on a padded vector, so every element gets
-/// bit-identical math wherever it falls.
-@inlinable @inline(__always)
-func map16(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ count: Int,
-           _ f: (Vec16) -> Vec16) {
+/// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`), a vector of `V` at
+/// a time. The tail goes through the same vector function on a padded vector, so every element
+/// gets bit-identical math wherever it falls. Callers pick the target's width (`TARGET_VECTOR_BITS`):
+/// on AVX2, 16-lane exp compiled to four 128-bit quarters in a function of its own, called per vector.
+@inline(__always)
+func mapVectors<V: FloatVector>(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ count: Int,
+                                _ f: (V) -> V) {
     var i = 0
-    while i + 16 <= count {
-        dst.store(f(src.vec16(i)), at: i)
-        i += 16
+    while i + V.scalarCount <= count {
+        dst.store(f(src.vector(i)), at: i)
+        i += V.scalarCount
     }
     if i < count {
-        var v = Vec16()
+        var v = V()
         for j in 0..<(count - i) { v[j] = src[i + j] }
         let r = f(v)
         for j in 0..<(count - i) { dst[i + j] = r[j] }
