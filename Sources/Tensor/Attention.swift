@@ -1,3 +1,4 @@
+import CTargetFeatures
 /// Multi-head self-attention over N positions, the core of Ultralytics' `Attention`: per head,
 /// with q, k: [keyDim, N] and v: [headDim, N] the head's rows of `qkv`,
 /// out[d][j] = Σ_i v[d][i] · p[i][j], where p[·][j] = softmax over keys i of scale · q[·][j] · k[·][i]
@@ -73,30 +74,41 @@ private struct AttentionColumns: ParallelWork {
 }
 
 /// In place, for each of `count` columns of a [rows, stride] matrix: x ← softmax(scale · x)
-/// down the column, 16 columns at a time, with `softmaxRow`'s order of operations (max, then
-/// exp(x − max) summed in row order, then times 1 / sum).
+/// down the column, a vector of the target's width of columns at a time, with `softmaxRow`'s
+/// order of operations (max, then exp(x − max) summed in row order, then times 1 / sum).
 func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float) {
+    if TARGET_VECTOR_BITS >= 512 {
+        softmaxColumns(Vec16.self, p, rows: rows, stride: stride, count: count, scale: scale)
+    } else {
+        softmaxColumns(Vec8.self, p, rows: rows, stride: stride, count: count, scale: scale)
+    }
+}
+
+@inline(__always)
+private func softmaxColumns<V: FloatVector>(_: V.Type, _ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int,
+                                            scale: Float) {
+    let width = V.scalarCount
     var j = 0
     while j < count {
-        // The last < 16 columns go through padded vectors.
-        let lanes = min(16, count - j)
-        @inline(__always) func load(_ i: Int) -> Vec16 {
-            if lanes == 16 { return p.vec16(i * stride + j) }
-            var v = Vec16()
+        // The last columns go through padded vectors.
+        let lanes = min(width, count - j)
+        @inline(__always) func load(_ i: Int) -> V {
+            if lanes == width { return p.vector(i * stride + j) }
+            var v = V()
             for l in 0..<lanes { v[l] = p[i * stride + j + l] }
             return v
         }
-        @inline(__always) func store(_ v: Vec16, _ i: Int) {
-            if lanes == 16 { return p.store(v, at: i * stride + j) }
+        @inline(__always) func store(_ v: V, _ i: Int) {
+            if lanes == width { return p.store(v, at: i * stride + j) }
             for l in 0..<lanes { p[i * stride + j + l] = v[l] }
         }
-        var m = Vec16(repeating: -.infinity)
+        var m = V(repeating: -.infinity)
         for i in 0..<rows {
             let x = load(i) * scale
             m = maximum(m, x)
             store(x, i)
         }
-        var sum = Vec16()
+        var sum = V()
         for i in 0..<rows {
             let e = exp(load(i) - m)
             sum += e
@@ -104,7 +116,7 @@ func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, co
         }
         let r = 1 / sum
         for i in 0..<rows { store(load(i) * r, i) }
-        j += 16
+        j += width
     }
 }
 

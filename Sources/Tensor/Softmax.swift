@@ -2,7 +2,7 @@ import CTargetFeatures
 import Foundation
 
 /// Softmax along `axis` (the last by default): y = exp(x − max) / Σ exp(x − max).
-/// Along the last axis row by row; along another, 16 columns at a time (`softmaxColumns`).
+/// Along the last axis row by row; along another, a vector of columns at a time (`softmaxColumns`).
 public func softmax(_ x: Tensor, axis: Int = -1) -> Tensor {
     let axis = axis < 0 ? x.rank + axis : axis
     precondition(axis >= 0 && axis < x.rank && x.shape[axis] > 0, "softmax: axis \(axis) of shape \(x.shape)")

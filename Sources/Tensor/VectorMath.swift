@@ -10,6 +10,10 @@ public protocol FloatVector: SIMD, Sendable where Scalar == Float {
     /// Each lane clamped to [lo, hi] by compare-and-blend (the standard library's `clamped`
     /// checks its bounds lane by lane).
     func clamped(_ lo: Float, _ hi: Float) -> Self
+    /// The larger of self and `other` per lane, as one `vmaxps` (the standard library's
+    /// `pointwiseMax` runs lane by lane, to order NaNs and signed zeros). A NaN in `other` gives
+    /// self's lane.
+    func maximum(_ other: Self) -> Self
 }
 
 extension SIMD16: FloatVector where Scalar == Float {
@@ -20,6 +24,9 @@ extension SIMD16: FloatVector where Scalar == Float {
         x.replace(with: hi, where: x .> hi)
         return x
     }
+
+    @inlinable @inline(__always)
+    public func maximum(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
 }
 
 extension SIMD8: FloatVector where Scalar == Float {
@@ -30,6 +37,9 @@ extension SIMD8: FloatVector where Scalar == Float {
         x.replace(with: hi, where: x .> hi)
         return x
     }
+
+    @inlinable @inline(__always)
+    public func maximum(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
 }
 
 extension UnsafePointer where Pointee == Float {
@@ -77,10 +87,9 @@ public func exp<V: FloatVector>(_ v: V) -> V {
     return p * unsafeBitCast(bits, to: V.self)
 }
 
-/// The larger of a and b per lane, as one `vmaxps` (the standard library's `pointwiseMax`
-/// runs lane by lane, to order NaNs and signed zeros). A NaN in b gives a's lane.
+/// `a.maximum(b)`.
 @inlinable @inline(__always)
-func maximum(_ a: Vec16, _ b: Vec16) -> Vec16 { a.replacing(with: b, where: b .> a) }
+func maximum<V: FloatVector>(_ a: V, _ b: V) -> V { a.maximum(b) }
 
 /// 1 / (1 + e⁻ˣ) per lane.
 @inlinable @inline(__always)
