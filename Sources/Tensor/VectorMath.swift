@@ -63,9 +63,14 @@ extension UnsafeMutablePointer where Pointee == Float {
     }
 }
 
-/// exp(x) per lane, Cephes `expf` scheme: x = n·ln2 + r with |r| ≤ ln2/2, a degree-6
-/// polynomial for exp(r), and 2ⁿ built in the exponent bits. Inputs are clamped to
-/// [-87, 88] so 2ⁿ stays a normal float; exp(-87) ≈ 1.6e-38 stands in for anything smaller.
+/// exp(x) per lane: x = n·ln2 + r with |r| ≤ ln2/2, exp(r) ≈ 1 + r + r²·q(r) with q of degree 4
+/// (a degree-6 fit, relative error below 1e-8 on that range), and 2ⁿ built in the exponent bits.
+/// Inputs are clamped to [-87, 88] so 2ⁿ stays a normal float; exp(-87) ≈ 1.6e-38 stands in for
+/// anything smaller. Within 1.4 ULP for |x| ≤ 20 and 4.5 at ±87, where ln2 held in one float (r
+/// in one step) costs the most. The chain of dependent operations is short (one reduction step,
+/// q by Estrin's scheme) because SiLU was bound by its latency more than by its operation count:
+/// against the degree-7 Cephes polynomial by Horner's rule after two reduction steps, SiLU takes
+/// 0.75–0.86 of the time (Zen 3, alternating in one process), with the same error on [-20, 20].
 @inlinable @inline(__always)
 public func exp<V: FloatVector>(_ v: V) -> V {
     let x = v.clamped(-87, 88)
@@ -76,13 +81,12 @@ public func exp<V: FloatVector>(_ v: V) -> V {
     let magic = V(repeating: 12_582_912)
     let t = magic.addingProduct(x, V(repeating: 1.44269504088896341))
     let n = t - magic
-    var r = x.addingProduct(n, V(repeating: -0.693359375))
-    r = r.addingProduct(n, V(repeating: 2.12194440e-4))
-    var p = V(repeating: 1.9875691500e-4)
-    for c: Float in [1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1] {
-        p = V(repeating: c).addingProduct(p, r)
-    }
-    p = (r + 1).addingProduct(p, r * r)
+    let r = x.addingProduct(n, V(repeating: -0.693147182464599609375))
+    let r2 = r * r
+    let a = V(repeating: 0.49999967217445374).addingProduct(r, V(repeating: 0.16666479408740997))
+    let b = V(repeating: 0.04167356714606285).addingProduct(r, V(repeating: 0.008372689597308636))
+    let q = a.addingProduct(r2, b).addingProduct(r2 * r2, V(repeating: 0.001357120694592595))
+    let p = (r + 1).addingProduct(q, r2)
     let bits = (unsafeBitCast(t, to: V.MaskStorage.self) &- 0x4B40_0000 &+ 127) &<< 23
     return p * unsafeBitCast(bits, to: V.self)
 }
