@@ -90,9 +90,15 @@ final class Conv2DTests: XCTestCase {
         // Outputs whole 16-column vectors wide: one GEMM per output row (stride 1 and 2).
         check(cin: 16, cout: 32, h: 7, w: 48, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 403)
         check(cin: 13, cout: 7, h: 33, w: 32, kernel: 3, stride: 2, padding: 1, groups: 1, activation: .silu, seed: 404)
-        // Stride-2 rows whose planes end in a part of 16 columns, read as the high halves of pairs.
+        // Stride-2 rows whose planes end in a part of 16 columns, read as the last 16 pairs.
         check(cin: 5, cout: 9, h: 9, w: 161, kernel: 3, stride: 2, padding: 1, groups: 1, seed: 405)
         check(cin: 5, cout: 9, h: 7, w: 80, kernel: 5, stride: 2, padding: 2, groups: 1, seed: 406)
+        // Stride-2 rows where the two phases' columns differ at both ends, or one phase has none:
+        // even and odd padding, widths 1, 2, 3, 17 and 33 (all pairs, then one more column).
+        for (w, kernel, padding) in [(1, 1, 0), (2, 2, 0), (3, 1, 0), (3, 5, 2), (17, 3, 1), (33, 2, 0), (33, 4, 1)] {
+            check(cin: 3, cout: 5, h: 5, w: w, kernel: kernel, stride: 2, padding: padding, groups: 1,
+                  seed: 407 &+ UInt64(w * 10 + kernel))
+        }
     }
 
     /// 3×3 stride-1 padding-1 convolutions of 32 or more input channels run Winograd F(2×2, 3×3):
