@@ -244,6 +244,7 @@ struct PhasePlanes: Sendable {
 
     /// Writes the planes of the block starting at output row `first` from x [C, H, W].
     func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, outputRows first: Int, _ p: Conv2DParameters) {
+        let phase0 = columns(phase: 0), phase1 = columns(phase: min(1, strideW - 1))
         for c in 0..<channels {
             for py in 0..<strideH {
                 let out = planes + c * channelStride + py * strideW * planeSize
@@ -251,9 +252,11 @@ struct PhasePlanes: Sendable {
                     let iy = (first + row) * strideH + py - padH
                     let source = iy >= 0 && iy < h ? x + (c * h + iy) * w : nil
                     if strideW == 2 {
-                        fillPair(out + row * width, from: source)
+                        fillPair(out + row * width, phase0, phase1, from: source)
                     } else {
-                        for px in 0..<strideW { fill(out + px * planeSize + row * width, phase: px, from: source) }
+                        for px in 0..<strideW {
+                            fill(out + px * planeSize + row * width, phase: px, px == 0 ? phase0 : columns(phase: px), from: source)
+                        }
                     }
                 }
                 for px in 0..<strideW { (out + px * planeSize + height * width).initialize(repeating: 0, count: width) }
@@ -267,10 +270,12 @@ struct PhasePlanes: Sendable {
         return (lo, last < 0 ? lo : max(lo, min(width, last / strideW + 1)))
     }
 
-    /// Row `o` of phase `px`'s plane from input row `source` (zeros for a padding row).
-    private func fill(_ o: UnsafeMutablePointer<Float>, phase px: Int, from source: UnsafePointer<Float>?) {
+    /// Row `o` of phase `px`'s plane, whose input columns are `columns`, from input row `source`
+    /// (zeros for a padding row).
+    private func fill(_ o: UnsafeMutablePointer<Float>, phase px: Int, _ columns: (lo: Int, hi: Int),
+                      from source: UnsafePointer<Float>?) {
         guard let source else { return o.initialize(repeating: 0, count: width) }
-        let (lo, hi) = columns(phase: px)
+        let (lo, hi) = columns
         o.initialize(repeating: 0, count: lo)
         if strideW == 1 {
             (o + lo).initialize(from: source + lo + px - padW, count: hi - lo)
@@ -280,18 +285,20 @@ struct PhasePlanes: Sendable {
         (o + hi).initialize(repeating: 0, count: width - hi)
     }
 
-    /// Stride 2: the rows `o` of phase 0 and `o + planeSize` of phase 1 in one pass over input
-    /// row `source` (zeros for a padding row), column col of phase px being source[2 · col + px − padW]:
-    /// 32 floats from source[2 · col − padW] are 16 pairs (phase 0, phase 1), 16 64-bit lanes whose
-    /// low and high halves a truncation splits with permutes. A pass a phase read every row twice:
+    /// Stride 2: the rows `o` of phase 0 and `o + planeSize` of phase 1 (input columns `phase0`,
+    /// `phase1`) in one pass over input row `source` (zeros for a padding row), column col of phase
+    /// px being source[2 · col + px − padW]: 32 floats from source[2 · col − padW] are 16 pairs
+    /// (phase 0, phase 1), 16 64-bit lanes whose low and high halves a truncation splits with
+    /// permutes. A pass a phase read every row twice:
     /// this takes 0.93–1.0 of its time per convolution (Zen 3, alternating in one process).
-    private func fillPair(_ o: UnsafeMutablePointer<Float>, from source: UnsafePointer<Float>?) {
+    private func fillPair(_ o: UnsafeMutablePointer<Float>, _ phase0: (lo: Int, hi: Int), _ phase1: (lo: Int, hi: Int),
+                          from source: UnsafePointer<Float>?) {
         let o1 = o + planeSize
         guard let source else {
             o.initialize(repeating: 0, count: width)
             return o1.initialize(repeating: 0, count: width)
         }
-        let (lo0, hi0) = columns(phase: 0), (lo1, hi1) = columns(phase: 1)
+        let (lo0, hi0) = phase0, (lo1, hi1) = phase1
         o.initialize(repeating: 0, count: lo0)
         o1.initialize(repeating: 0, count: lo1)
         // Columns where both phases read the input; the pairs start at src + 2 · col.
