@@ -36,10 +36,6 @@ package struct Network: Sendable {
     /// Layers whose outputs later layers read (other than the next one), with the last layer
     /// that reads each: the output is dropped after it.
     let saved: [Int: Int]
-    /// Per layer, whether it writes the front of the Concat just after it (`writesConcatFront`).
-    private let concatFront: [Bool]
-    /// Per layer, the later Concat it writes its part of directly (`concatPart`).
-    private let concatParts: [(concat: Int, channel: Int)?]
 
     /// The task the head performs: "detect", "segment", "pose", "obb" or "classify".
     package var task: String {
@@ -206,9 +202,6 @@ package struct Network: Sendable {
         self.nodes = nodes
         self.saved = saved
         self.inputChannels = inputChannels
-        let front = nodes.indices.map { Network.writesConcatFront($0, nodes, saved: saved) }
-        concatFront = front
-        concatParts = nodes.indices.map { Network.concatPart($0, nodes, front: front) }
     }
 
     /// Checks that `x` is a [1, C, H, W] image this graph can run on.
@@ -224,33 +217,13 @@ package struct Network: Sendable {
         if let reason { throw ModelError.invalidInput(shape: x.shape, reason: reason) }
     }
 
-    /// Whether layer j writes the front of the map of the Concat just after it.
-    private func writesConcatFront(_ j: Int) -> Bool { j >= 0 && concatFront[j] }
-
-    /// The Concat after layer j + 1 that reads layer j, and the channel where j's part starts, when
-    /// j writes there directly.
-    private func concatPart(_ j: Int) -> (concat: Int, channel: Int)? { concatParts[j] }
-
-    /// `concatFront[j]`: the Concat just after layer j reads it first and no other layer reads it.
-    /// Not a Concat itself (its map may be the front of another's, sized for that one).
-    private static func writesConcatFront(_ j: Int, _ nodes: [Node], saved: [Int: Int]) -> Bool {
-        guard j + 1 < nodes.count, case .concat = nodes[j + 1].op else { return false }
+    /// Whether layer j writes the front of the map of the Concat just after it: the Concat reads
+    /// it first and no other layer reads it. Not a Concat itself (its map may be the front of
+    /// another's, sized for that one).
+    private func writesConcatFront(_ j: Int) -> Bool {
+        guard j >= 0 && j + 1 < nodes.count, case .concat = nodes[j + 1].op else { return false }
         if case .concat = nodes[j].op { return false }
         return nodes[j + 1].from[0] == j && !nodes[j + 1].from.dropFirst().contains(j) && saved[j] == nil
-    }
-
-    /// `concatParts[j]`: the first Concat after layer j + 1 that reads layer j, once, unless j
-    /// writes the front of the next one or is a Concat. Its map is allocated when j runs, so j's
-    /// output is never copied (0.6 ms a yolo26n pass for layer 4's 3.3 MB on Zen 3, one thread).
-    private static func concatPart(_ j: Int, _ nodes: [Node], front: [Bool]) -> (concat: Int, channel: Int)? {
-        if front[j] { return nil }
-        if case .concat = nodes[j].op { return nil }
-        for c in (j + 2)..<max(j + 2, nodes.count) {
-            guard case .concat = nodes[c].op, let k = nodes[c].from.firstIndex(of: j) else { continue }
-            guard nodes[c].from.filter({ $0 == j }).count == 1 else { return nil }
-            return (c, nodes[c].from[..<k].reduce(0) { $0 + nodes[$1].channels })
-        }
-        return nil
     }
 
     /// Runs the graph in a workspace of its own and copies the head's results out.
@@ -267,8 +240,8 @@ package struct Network: Sendable {
     /// its next pass. `observe(i, output)` sees every top-level layer's output before the head.
     ///
     /// Each layer writes into a map the graph allocates for it (a layer read by the Concat just
-    /// after it, into the front of the Concat's map; one read by a later Concat, into its part of
-    /// that Concat's map), and an output is released after its last reader has run.
+    /// after it, into the front of the Concat's map), and an output is released after its last
+    /// reader has run.
     package func forward(_ x: Tensor, in ws: Workspace, selection: HeadSelection = HeadSelection(),
                          observe: ((Int, Map) -> Void)? = nil) throws -> HeadMaps {
         try validate(input: x)
@@ -297,22 +270,17 @@ package struct Network: Sendable {
                     return result
                 default: break
                 }
-                /// The map of Concat c, allocated by the first of its parts to be written.
-                func concatMap(_ c: Int) -> Map {
-                    if let map = ws.outputs[c] { return map }
-                    let map = ws.map(channels: nodes[c].channels, height: height, width: width)
-                    ws.outputs[c] = map
-                    return map
-                }
-                /// The map this layer writes: its own, a part of a Concat's (its front for the layer just
-                /// before it), or the Concat's whole map.
+                /// The map this layer writes: its own, or a Concat's front (or the Concat's whole map).
                 func output() -> Map {
-                    if case .concat = node.op { return concatMap(i) }
-                    if writesConcatFront(i) { return concatMap(i + 1).channels(0..<node.channels) }
-                    if let (c, channel) = concatPart(i) { return concatMap(c).channels(channel..<(channel + node.channels)) }
+                    if writesConcatFront(i - 1), let front = ws.outputs[i - 1] {
+                        return Map(front.base, channels: node.channels, height: height, width: width)
+                    }
+                    if writesConcatFront(i) {
+                        return ws.map(channels: nodes[i + 1].channels, height: height, width: width).channels(0..<node.channels)
+                    }
                     return ws.map(channels: node.channels, height: height, width: width)
                 }
-                ws.owns[i] = !writesConcatFront(i) && concatPart(i) == nil
+                ws.owns[i] = !writesConcatFront(i)
                 let y: Map
                 switch node.op {
                 case .conv(let m): y = output(); m(first, into: y, ws)
@@ -321,7 +289,7 @@ package struct Network: Sendable {
                     let j = node.from[0]
                     let consuming = j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i
                     if consuming { ws.outputs[j] = nil }
-                    y = m(first, into: writesConcatFront(i) || concatPart(i) != nil ? output() : nil, consuming: consuming, ws)
+                    y = m(first, into: writesConcatFront(i) ? output() : nil, consuming: consuming, ws)
                 case .sppf(let m): y = output(); m(first, into: y, ws)
                 case .c2psa(let m): y = output(); m(first, into: y, ws)
                 case .upsample(let s): y = output(); upsampleNearest(first, scale: s, into: y)
@@ -329,9 +297,11 @@ package struct Network: Sendable {
                     y = output()
                     var channel = 0
                     for j in node.from {
-                        let part = input(j), slot = y.channels(channel..<(channel + part.channels))
-                        // In place when the layer wrote it there.
-                        if part.base != slot.base { part.write(to: slot) }
+                        let part = input(j)
+                        // The front is in place when the layer before wrote it there.
+                        if part.base != y.base {
+                            part.write(to: y.channels(channel..<(channel + part.channels)))
+                        }
                         channel += part.channels
                     }
                 case .detect, .classify: preconditionFailure("a head is the last layer")
