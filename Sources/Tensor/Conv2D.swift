@@ -289,8 +289,8 @@ struct PhasePlanes: Sendable {
     /// `phase1`) in one pass over input row `source` (zeros for a padding row), column col of phase
     /// px being source[2 · col + px − padW]: 32 floats from source[2 · col − padW] are 16 pairs
     /// (phase 0, phase 1), 16 64-bit lanes whose low and high halves a truncation splits with
-    /// permutes. A pass a phase read every row twice:
-    /// this takes 0.93–1.0 of its time per convolution (Zen 3, alternating in one process).
+    /// permutes. Against a pass a phase, which read every row twice: 0.93–1.0 of a convolution's
+    /// time (Zen 3, alternating in one process).
     private func fillPair(_ o: UnsafeMutablePointer<Float>, _ phase0: (lo: Int, hi: Int), _ phase1: (lo: Int, hi: Int),
                           from source: UnsafePointer<Float>?) {
         let o1 = o + planeSize
