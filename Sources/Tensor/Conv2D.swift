@@ -245,22 +245,26 @@ struct PhasePlanes: Sendable {
     /// Writes the planes of the block starting at output row `first` from x [C, H, W].
     func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, outputRows first: Int, _ p: Conv2DParameters) {
         let phase0 = columns(phase: 0), phase1 = columns(phase: min(1, strideW - 1))
+        // Input rows in order (row by row, each to its phase's planes): a phase's rows one after
+        // the other read every stride-th row, which the prefetcher followed less well (stride 2,
+        // Zen 3, same process, alternating: 0.89–0.97 of the convolution's time).
         for c in 0..<channels {
-            for py in 0..<strideH {
-                let out = planes + c * channelStride + py * strideW * planeSize
-                for row in 0..<height {
+            let out = planes + c * channelStride
+            for row in 0..<height {
+                for py in 0..<strideH {
                     let iy = (first + row) * strideH + py - padH
                     let source = iy >= 0 && iy < h ? x + (c * h + iy) * w : nil
+                    let o = out + py * strideW * planeSize + row * width
                     if strideW == 2 {
-                        fillPair(out + row * width, phase0, phase1, from: source)
+                        fillPair(o, phase0, phase1, from: source)
                     } else {
                         for px in 0..<strideW {
-                            fill(out + px * planeSize + row * width, phase: px, px == 0 ? phase0 : columns(phase: px), from: source)
+                            fill(o + px * planeSize, phase: px, px == 0 ? phase0 : columns(phase: px), from: source)
                         }
                     }
                 }
-                for px in 0..<strideW { (out + px * planeSize + height * width).initialize(repeating: 0, count: width) }
             }
+            for plane in 0..<(strideH * strideW) { (out + plane * planeSize + height * width).initialize(repeating: 0, count: width) }
         }
     }
 
