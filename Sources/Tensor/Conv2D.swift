@@ -354,7 +354,7 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
                 acc.adding(epilogue.bias[c]).store(at: out + ox, into: y)
             }
             let ox = columnRuns(wo, { run(Row48.self, at: $0) }, { run(Row16.self, at: $0) })
-            epilogue.finish(rows: 0..<1, ldc: 0, column: out, width: ox, in: y)
+            epilogue.finish(rows: 0..<1, sums: y + out, ld: 0, ldc: 0, column: out, width: ox, in: y)
             guard ox < wo else { continue }
             // The last < 16 columns: the 16 ending at Wo, the same math as the runs (lanes before
             // `ox` recomputed and dropped); on a row narrower than 16, lanes gathered one by one.

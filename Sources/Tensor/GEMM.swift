@@ -83,47 +83,49 @@ package struct Epilogue {
     @inline(__always)
     func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// Finishes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors of
-    /// the target's width: 16 lanes with AVX-512, else 8) from `column`, holding sum + bias: the
-    /// activation, then the residual. Kernels store their sums first and finish here, a tile at
-    /// a time, in a function of its own: inlined into a GEMM's tile loop, exp stayed a call (the
-    /// optimizer stops inlining into very large functions), and a call with the accumulators
-    /// live spilled them all.
+    /// Writes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors of the
+    /// target's width: 16 lanes with AVX-512, else 8) from `column`: activation(sum + bias), then
+    /// + residual, from the sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`;
+    /// `c` itself, finishing in place, or a GEMM tile's staging buffer). In a function of its
+    /// own: inlined into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into
+    /// very large functions), and a call with the accumulators live spilled them all.
     @inline(never)
-    func finish(rows: Range<Int>, ldc: Int, column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
+    func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
+                in c: UnsafeMutablePointer<Float>) {
         if TARGET_VECTOR_BITS >= 512 {
-            finish(Vec16.self, rows: rows, ldc: ldc, column: column, width: width, in: c)
+            finish(Vec16.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
         } else {
-            finish(Vec8.self, rows: rows, ldc: ldc, column: column, width: width, in: c)
+            finish(Vec8.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
         }
     }
 
     /// One loop per activation and residual, in wrapping arithmetic: with the choices and the
     /// overflow checks inside, the loop around SiLU was half again as many instructions.
     @inline(__always)
-    private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, ldc: Int, column: Int, width: Int,
-                                        in c: UnsafeMutablePointer<Float>) {
+    private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int,
+                                        column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
         switch activation {
-        case .none: finish(rows: rows, ldc: ldc, column: column, width: width, in: c) { (x: V) in x }
-        case .silu: finish(rows: rows, ldc: ldc, column: column, width: width, in: c) { (x: V) in silu(x) }
-        case .sigmoid: finish(rows: rows, ldc: ldc, column: column, width: width, in: c) { (x: V) in sigmoid(x) }
+        case .none: finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in x }
+        case .silu: finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in silu(x) }
+        case .sigmoid:
+            finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in sigmoid(x) }
         }
     }
 
     @inline(__always)
-    private func finish<V: FloatVector>(rows: Range<Int>, ldc: Int, column: Int, width: Int,
-                                        in c: UnsafeMutablePointer<Float>, _ f: (V) -> V) {
+    private func finish<V: FloatVector>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int,
+                                        width: Int, in c: UnsafeMutablePointer<Float>, _ f: (V) -> V) {
         for row in rows {
-            let start = row &* ldc &+ column, end = start &+ width
-            var i = start
+            let start = row &* ldc &+ column, from = sums + (row &- rows.lowerBound) &* ld
+            var i = 0
             if let residual {
-                while i < end {
-                    c.store(f(c.vector(i)) + residual.vector(i), at: i)
+                while i < width {
+                    c.store(f(from.vector(i)) + residual.vector(start &+ i), at: start &+ i)
                     i &+= V.scalarCount
                 }
             } else {
-                while i < end {
-                    c.store(f(c.vector(i)), at: i)
+                while i < width {
+                    c.store(f(from.vector(i)), at: start &+ i)
                     i &+= V.scalarCount
                 }
             }
@@ -169,8 +171,12 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
 }
 
 /// Floats of `packedGEMM`'s temporaries for an M-row product: B's panel (at most
-/// `panelFloats` and a tile row), then the last columns' padded copy of C.
-package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 16 * m }
+/// `panelFloats` and a tile row), the last columns' padded copy of C, then a tile's staging
+/// buffer (`tileFloats`).
+package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 16 * m + tileFloats }
+
+/// Floats of the widest register tile (8 × 48).
+let tileFloats = 8 * 48
 
 /// The GEMM's register tiles: 8 × 48 (AVX-512) or 4 × 24 (AVX2). Either runs on any x86-64
 /// build (at a fraction of the speed on the other), so tests check both on every machine.
@@ -198,7 +204,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     let depth = max(1, panelFloats / Wide.width)
     // (48 + 1 pieces fit the 1 KB a temporary allocation takes from the stack.)
     withUnsafeTemporaryAllocation(of: (start: Int, source: Int).self, capacity: Wide.width + 1) { pieces in
-        let pb = scratch
+        let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
         /// C's columns `column ..< column + R.width` from B's columns for C's `j ..< j + count`
         /// (count ≤ R.width; zeros past them).
         func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
@@ -227,7 +233,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 let source = b + pieces[0].source
                 for first in stride(from: 0, to: m, by: R.rows) {
                     tile(R.self, steps: 0..<k, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
-                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue)
+                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
                 }
                 return
             }
@@ -256,7 +262,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 }
                 for first in stride(from: 0, to: m, by: R.rows) {
                     tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
-                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue)
+                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
                 }
             }
         }
@@ -390,20 +396,22 @@ typealias Row8 = Row1<Vec8>
 /// Rows `rows` (at most `R.rows`; a panel's padding rows are computed and dropped) of C, columns
 /// `column ..< column + R.width`: reduction steps `steps` of `k` added in order to what earlier
 /// steps stored there, and at the last step the epilogue. The weights of row `rows.lowerBound` at
-/// step i are `a[8 i]`; B's rows for `steps` lie one after another from `b`.
+/// step i are `a[8 i]`; B's rows for `steps` lie one after another from `b`. `staging`
+/// (`tileFloats`) holds the sums an activation or residual finishes into C; it may be nil for a
+/// plain epilogue.
 @inline(__always)
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
-                      column: Int, _ epilogue: Epilogue) {
+                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
     tile(R.self, steps: steps, of: k, a: a, b: { b + ($0 &- steps.lowerBound) &* R.width }, rows: rows, c: c, ldc: ldc,
-         column: column, epilogue)
+         column: column, epilogue, staging: staging)
 }
 
 /// `tile` with step i's B row at `b(i)`.
 @inline(__always)
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: (Int) -> UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
-                      column: Int, _ epilogue: Epilogue) {
+                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
     @inline(__always) func start(_ i: Int) -> R {
         let row = rows.lowerBound + i
         return steps.lowerBound == 0 || row >= rows.upperBound ? R() : R(loading: c + row * ldc + column)
@@ -427,13 +435,20 @@ func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<
         pa += 8
     }
     let last = steps.upperBound == k
+    // With an activation or residual, the sums go to the staging buffer (in L1) and reach C once,
+    // finished: stored to C and read back, they waited on C's lines wherever those missed the
+    // cache (whole yolo26n, 1 thread, same process, alternating: 0.96–0.97 of the time).
+    let staged = last && (epilogue.activation != .none || epilogue.residual != nil)
+    let out = staged ? staging! : c + column, ld = staged ? R.width : ldc
     @inline(__always) func put(_ r: R, _ i: Int) {
         let row = rows.lowerBound + i
-        if row < rows.upperBound { (last ? r.adding(epilogue.bias[row]) : r).store(at: row * ldc + column, into: c) }
+        if row < rows.upperBound {
+            (last ? r.adding(epilogue.bias[row]) : r).store(at: (staged ? i : row) * ld, into: out)
+        }
     }
     put(r0, 0); put(r1, 1); put(r2, 2); put(r3, 3)
     if R.rows == 8 { put(r4, 4); put(r5, 5); put(r6, 6); put(r7, 7) }
-    if last && (epilogue.activation != .none || epilogue.residual != nil) {
-        epilogue.finish(rows: rows, ldc: ldc, column: column, width: R.width, in: c)
+    if staged {
+        epilogue.finish(rows: rows, sums: out, ld: R.width, ldc: ldc, column: column, width: R.width, in: c)
     }
 }

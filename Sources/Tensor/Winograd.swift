@@ -109,7 +109,7 @@ private struct WinogradParts<R: TileRow>: ParallelWork {
                         for row in stride(from: 0, to: cout, by: R.rows) {
                             tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
                                  b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
-                                 c: m + point * cout * R.width, ldc: R.width, column: 0, plain)
+                                 c: m + point * cout * R.width, ldc: R.width, column: 0, plain, staging: nil)
                         }
                     }
                 }
