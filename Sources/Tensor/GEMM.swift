@@ -398,8 +398,11 @@ typealias Row8 = Row1<Vec8>
 /// steps stored there, and at the last step the epilogue. The weights of row `rows.lowerBound` at
 /// step i are `a[8 i]`; B's rows for `steps` lie one after another from `b`. `staging`
 /// (`tileFloats`) holds the sums an activation or residual finishes into C; it may be nil for a
-/// plain epilogue.
-@inline(__always)
+/// plain epilogue. Transparent (always inlined, as swift-numerics marks its small functions):
+/// `@inline(__always)` is a hint, and once the staging grew the function the optimizer made it a
+/// call a tile, which took 0.96–0.98 of the whole model's time to undo (1 and 2 threads, same
+/// process, alternating passes).
+@_transparent
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
                       column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
@@ -408,7 +411,7 @@ func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<
 }
 
 /// `tile` with step i's B row at `b(i)`.
-@inline(__always)
+@_transparent
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: (Int) -> UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
                       column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
