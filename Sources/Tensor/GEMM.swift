@@ -88,7 +88,8 @@ package struct Epilogue {
     /// + residual, from the sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`;
     /// `c` itself, finishing in place, or a GEMM tile's staging buffer). In a function of its
     /// own: inlined into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into
-    /// very large functions), and a call with the accumulators live spilled them all.
+    /// very large functions) and a call with the accumulators live spilled them all; with the
+    /// accumulators staged, forcing it inline took 1.01–1.03 of the whole model's time.
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
                 in c: UnsafeMutablePointer<Float>) {
