@@ -436,30 +436,35 @@ struct Classify: Sendable {
 }
 
 /// For each anchor, the largest of `classes` rows and its index (the first on ties).
-/// probs: [classes, anchors] row-major. Runs 16 anchors at a time.
+/// probs: [classes, anchors] row-major. Anchors go in blocks whose maxima stay in L1, each class's
+/// row of a block read in one sweep: 16 anchors at a time through all the classes read 80 rows a
+/// line each, too many streams for the prefetcher.
 package func bestClassPerAnchor(_ probs: UnsafePointer<Float>, classes: Int, anchors: Int,
-                        _ best: UnsafeMutablePointer<Float>, _ bestClass: UnsafeMutablePointer<Int32>) {
-    var i = 0
-    while i + 16 <= anchors {
-        var m = SIMD16<Float>(repeating: -.infinity), idx = SIMD16<Int32>(repeating: 0)
+                                _ best: UnsafeMutablePointer<Float>, _ bestClass: UnsafeMutablePointer<Int32>) {
+    let block = 1024
+    for start in stride(from: 0, to: anchors, by: block) {
+        let end = min(anchors, start + block)
+        (best + start).initialize(repeating: -.infinity, count: end - start)
+        (bestClass + start).initialize(repeating: 0, count: end - start)
         for c in 0..<classes {
-            let v = UnsafeRawPointer(probs + c * anchors + i).loadUnaligned(as: SIMD16<Float>.self)
-            let greater = v .> m
-            m.replace(with: v, where: greater)
-            idx.replace(with: SIMD16(repeating: Int32(c)), where: greater)
+            let row = probs + c * anchors, label = SIMD16<Int32>(repeating: Int32(c))
+            var i = start
+            while i + 16 <= end {
+                let v = UnsafeRawPointer(row + i).loadUnaligned(as: SIMD16<Float>.self)
+                var m = UnsafeRawPointer(best + i).loadUnaligned(as: SIMD16<Float>.self)
+                var idx = UnsafeRawPointer(bestClass + i).loadUnaligned(as: SIMD16<Int32>.self)
+                let greater = v .> m
+                m.replace(with: v, where: greater)
+                idx.replace(with: label, where: greater)
+                UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
+                UnsafeMutableRawPointer(bestClass + i).storeBytes(of: idx, as: SIMD16<Int32>.self)
+                i += 16
+            }
+            for j in i..<end where row[j] > best[j] {
+                best[j] = row[j]
+                bestClass[j] = Int32(c)
+            }
         }
-        UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
-        UnsafeMutableRawPointer(bestClass + i).storeBytes(of: idx, as: SIMD16<Int32>.self)
-        i += 16
-    }
-    for j in i..<anchors {
-        var m = -Float.infinity, idx: Int32 = 0
-        for c in 0..<classes where probs[c * anchors + j] > m {
-            m = probs[c * anchors + j]
-            idx = Int32(c)
-        }
-        best[j] = m
-        bestClass[j] = idx
     }
 }
 

@@ -78,9 +78,12 @@ final class PostprocessTests: XCTestCase {
     }
 
     func testBestClassPerAnchorOddCounts() {
-        for (classes, anchors) in [(1, 1), (3, 17), (80, 127), (7, 16)] {
+        // The last cases span several blocks of anchors; values from a set of four tie often.
+        for (classes, anchors, values) in [(1, 1, 0), (3, 17, 0), (80, 127, 0), (7, 16, 0), (5, 2100, 0), (9, 1041, 4)] {
             var g = SystemRandomNumberGenerator()
-            let probs = (0..<(classes * anchors)).map { _ in Float.random(in: 0...1, using: &g) }
+            let probs = (0..<(classes * anchors)).map { _ in
+                values > 0 ? Float(Int.random(in: 0..<values, using: &g)) : Float.random(in: 0...1, using: &g)
+            }
             var best = [Float](repeating: 0, count: anchors), idx = [Int32](repeating: 0, count: anchors)
             bestClassPerAnchor(probs, classes: classes, anchors: anchors, &best, &idx)
             for a in 0..<anchors {
