@@ -105,7 +105,7 @@ private func softmaxColumns<V: FloatVector>(_: V.Type, _ p: UnsafeMutablePointer
         var m = V(repeating: -.infinity)
         for i in 0..<rows {
             let x = load(i) * scale
-            m = maximum(m, x)
+            m = m.maximum(x)
             store(x, i)
         }
         var sum = V()

@@ -90,7 +90,7 @@ private func maxOfShifted(_ src: UnsafePointer<Float>, step: Int, taps: Int,
     var i = 0
     while i + 16 <= count {
         var m = src.vec16(i)
-        for t in 1..<max(taps, 1) { m = maximum(m, src.vec16(i + t * step)) }
+        for t in 1..<max(taps, 1) { m = m.maximum(src.vec16(i + t * step)) }
         out.store(m, at: i)
         i += 16
     }

@@ -42,7 +42,7 @@ func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
     var m = Vec16(repeating: -.infinity)
     var i = 0
     while i + 16 <= count {
-        m = maximum(m, row.vec16(i))
+        m = m.maximum(row.vec16(i))
         i += 16
     }
     var rowMax = m.max()

@@ -95,10 +95,6 @@ public func exp<V: FloatVector>(_ v: V) -> V {
                          to: V.self)
 }
 
-/// `a.maximum(b)`.
-@inlinable @inline(__always)
-func maximum<V: FloatVector>(_ a: V, _ b: V) -> V { a.maximum(b) }
-
 /// 1 / (1 + e⁻ˣ) per lane.
 @inlinable @inline(__always)
 public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(-x)) }
