@@ -83,8 +83,9 @@ package struct Epilogue {
     @inline(__always)
     func apply(_ sum: Vec16, row: Int) -> Vec16 { activate(sum + bias[row]) }
 
-    /// Writes rows `rows` of `c` (leading dimension `ldc`), `width` floats (whole vectors of the
-    /// target's width: 16 lanes with AVX-512, else 8) from `column`: activation(sum + bias), then
+    /// Writes rows `rows` of `c` (leading dimension `ldc`), `width` floats (a multiple of 8: in
+    /// vectors of the target's width, 16 lanes with AVX-512 where `width` is a multiple of 16,
+    /// else 8; the AVX2 tiles, tested on every build, are 24 and 8 wide) from `column`: activation(sum + bias), then
     /// + residual, from the sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`;
     /// `c` itself, finishing in place, or a GEMM tile's staging buffer). In a function of its
     /// own: inlined into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into
@@ -93,7 +94,7 @@ package struct Epilogue {
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
                 in c: UnsafeMutablePointer<Float>) {
-        if TARGET_VECTOR_BITS >= 512 {
+        if TARGET_VECTOR_BITS >= 512 && width % 16 == 0 {
             finish(Vec16.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
         } else {
             finish(Vec8.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
