@@ -1,3 +1,4 @@
+import CTargetFeatures
 import Foundation
 
 /// Geometry of a 2-D convolution. Weight shape is [Cout, Cin / groups, kernelH, kernelW].
@@ -70,7 +71,8 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
 /// (`winogradConv2d`, 16 GEMMs with 4/9 of the multiply-adds). Every other convolution but a depthwise one is one
 /// GEMM per group over an implicit im2col (`packedGEMM`): B's row for input channel c and tap
 /// (ky, kx) is a shifted view of the input's `PhasePlanes`, so nothing is unfolded, and the GEMM
-/// applies bias, activation and residual as it stores. Depthwise convolutions sum the same views per channel (`depthwiseConv2d`).
+/// applies bias, activation and residual as it stores. Strided depthwise convolutions sum the same views per channel
+/// (`depthwiseConv2d`), stride-1 ones a few padded input rows at a time (`DepthwiseRows`).
 /// Each thread takes blocks of output rows and lays out only their planes (in cache when the
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
@@ -100,6 +102,14 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
             return winogradConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout, ya.pointer,
                                   bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
                                   threads: threads, scratch: scratch)
+        }
+        if weight.isDepthwise && p.strideH == 1 && p.strideW == 1 {
+            let pitch = DepthwiseRows.pitch(wo: wo, kernelW: p.kernelW), parts = Parallel.ranges(cin, parts: 4 * threads)
+            let workers = min(threads, parts.count), perThread = p.kernelH * pitch
+            let (ring, _) = scratch.take(floats: workers * perThread)
+            return Parallel.forEach(parts.count, threads: workers, DepthwiseRows(
+                x: xa, y: ya, residual: ra, weight: wa, bias: ba, ring: Address(ring), pitch: pitch, parts: parts, p: p,
+                activation: activation, h: h, w: w, ho: ho, wo: wo))
         }
         let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
             && !weight.isDepthwise
@@ -335,7 +345,7 @@ struct PhasePlanes: Sendable {
     }
 }
 
-/// Depthwise convolution (groups == Cin == Cout) of channels `channels`, output rows `rows` of
+/// Strided depthwise convolution (groups == Cin == Cout) of channels `channels`, output rows `rows` of
 /// one image from their phase planes (the block starting at `rows.lowerBound`):
 /// y[c] = epilogue(Σ over taps t of weight[c, t] · tap t's view of the planes), with `taps` the
 /// offsets of `PhasePlanes.rowOffsets(channels: 1, …)`. Every tap of a 48- or 16-column run of
@@ -378,6 +388,125 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
             }
             for i in (ox - first)..<lanes {
                 y[out + first + i] = result[i] + (epilogue.residual?[out + first + i] ?? 0)
+            }
+        }
+    }
+}
+
+/// Stride-1 depthwise convolutions (groups == Cin == Cout) straight from x [C, H, W]: a part is a
+/// range of channels. Each input row is copied once, zero-padded, into its thread's ring of kH
+/// rows of `pitch` floats (in L1), and each output row sums its kH · kW taps from the ring a
+/// vector at a time, bias, activation and residual applied before its one store.
+private struct DepthwiseRows: ParallelWork {
+    let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
+    /// kH rows of `pitch` floats a thread.
+    let ring: Address<Float>, pitch: Int
+    let parts: Partition
+    let p: Conv2DParameters
+    let activation: Activation
+    let h: Int, w: Int, ho: Int, wo: Int
+
+    /// Floats of a ring row: the widest vector's reach past the last output column, whole vectors.
+    static func pitch(wo: Int, kernelW: Int) -> Int { (max(wo, 16) + kernelW - 1 + 15) / 16 * 16 }
+
+    func run(part: Int, thread t: Int) {
+        let ring = self.ring.pointer + t * p.kernelH * pitch
+        if TARGET_VECTOR_BITS >= 512 {
+            run(Vec16.self, channels: parts[part], ring: ring)
+        } else {
+            run(Vec8.self, channels: parts[part], ring: ring)
+        }
+    }
+
+    /// One loop per activation.
+    @inline(__always)
+    private func run<V: FloatVector>(_: V.Type, channels: Range<Int>, ring: UnsafeMutablePointer<Float>) {
+        switch activation {
+        case .none: run(channels, ring) { (v: V) in v }
+        case .silu: run(channels, ring) { (v: V) in silu(v) }
+        case .sigmoid: run(channels, ring) { (v: V) in sigmoid(v) }
+        }
+    }
+
+    @inline(__always)
+    private func run<V: FloatVector>(_ channels: Range<Int>, _ ring: UnsafeMutablePointer<Float>, _ f: (V) -> V) {
+        let (kh, kw) = (p.kernelH, p.kernelW)
+        let n = V.scalarCount, (padH, padW) = (p.padH, p.padW), three = kh == 3 && kw == 3
+        // The padding columns are never written after this.
+        ring.initialize(repeating: 0, count: kh * pitch)
+        for c in channels {
+            let xc = x.pointer + c * h * w, wc = weight.pointer + c * kh * kw, yc = y.pointer + c * ho * wo
+            let rc = residual.map { UnsafePointer($0.pointer + c * ho * wo) }, b = bias.pointer[c]
+            /// Input row iy into its slot, from column padW: zeros for a padding row.
+            func load(_ iy: Int) {
+                let slot = ring + (iy + padH) % kh * pitch + padW
+                guard iy >= 0 && iy < h else { return slot.initialize(repeating: 0, count: w) }
+                let row = xc + iy * w
+                var i = 0
+                while i + n <= w {
+                    slot.store(row.vector(i) as V, at: i)
+                    i &+= n
+                }
+                for j in i..<w { slot[j] = row[j] }
+            }
+            for iy in -padH..<(kh - 1 - padH) { load(iy) }
+            for oy in 0..<ho {
+                load(oy + kh - 1 - padH)
+                let out = yc + oy * wo, res = rc.map { $0 + oy * wo }
+                // Input rows oy − padH + ky are in slots (oy + ky) % kH.
+                let s0 = UnsafePointer(ring) + oy % kh &* pitch, s1 = UnsafePointer(ring) + (oy &+ 1) % kh &* pitch
+                let s2 = UnsafePointer(ring) + (oy &+ 2) % kh &* pitch
+                /// Output columns ox ..< ox + n, finished: each kernel row's taps summed on their own
+                /// (one chain of kH · kW dependent multiply-adds a vector was latency-bound), 3×3
+                /// written out (the loops were not unrolled).
+                @inline(__always) func sum(_ ox: Int) -> V {
+                    if three {
+                        let (p0, p1, p2) = (s0 + ox, s1 + ox, s2 + ox)
+                        var a = V(repeating: wc[0]) * p0.vector(0)
+                        var b1 = V(repeating: wc[3]) * p1.vector(0)
+                        var c = V(repeating: wc[6]) * p2.vector(0)
+                        a = a.addingProduct(V(repeating: wc[1]), p0.vector(1))
+                        b1 = b1.addingProduct(V(repeating: wc[4]), p1.vector(1))
+                        c = c.addingProduct(V(repeating: wc[7]), p2.vector(1))
+                        a = a.addingProduct(V(repeating: wc[2]), p0.vector(2))
+                        b1 = b1.addingProduct(V(repeating: wc[5]), p1.vector(2))
+                        c = c.addingProduct(V(repeating: wc[8]), p2.vector(2))
+                        return f(a + b1 + c + b)
+                    }
+                    var total = V()
+                    for ky in 0..<kh {
+                        let slot = (oy &+ ky) % kh
+                        let r: UnsafePointer<Float> = UnsafePointer(ring) + (slot &* pitch &+ ox)
+                        let t = ky &* kw
+                        var s = V(repeating: wc[t]) * r.vector(0)
+                        for kx in 1..<kw { s = s.addingProduct(V(repeating: wc[t &+ kx]), r.vector(kx)) }
+                        total += s
+                    }
+                    return f(total + b)
+                }
+                @inline(__always) func put(_ v: V, _ ox: Int) {
+                    out.store(res.map { v + $0.vector(ox) } ?? v, at: ox)
+                }
+                // Four vectors at a time (independent chains), then one; then the n ending at Wo
+                // (lanes already stored rewritten with the same values); a row narrower than a
+                // vector lane by lane.
+                var ox = 0
+                while ox &+ 4 &* n <= wo {
+                    let (v0, v1, v2, v3) = (sum(ox), sum(ox &+ n), sum(ox &+ 2 &* n), sum(ox &+ 3 &* n))
+                    put(v0, ox); put(v1, ox &+ n); put(v2, ox &+ 2 &* n); put(v3, ox &+ 3 &* n)
+                    ox &+= 4 &* n
+                }
+                while ox &+ n <= wo {
+                    put(sum(ox), ox)
+                    ox &+= n
+                }
+                guard ox < wo else { continue }
+                if wo >= n {
+                    put(sum(wo - n), wo - n)
+                } else {
+                    let v = sum(0)
+                    for i in 0..<wo { out[i] = v[i] + (res?[i] ?? 0) }
+                }
             }
         }
     }

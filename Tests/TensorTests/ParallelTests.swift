@@ -93,7 +93,8 @@ final class ParallelTests: XCTestCase {
         var seed: UInt64 = 900
         let cases = [(13, 7, 13, 127, 1, 1, 0, 1), (3, 7, 127, 13, 3, 2, 1, 1), (7, 13, 7, 13, 3, 1, 1, 1),
                      (13, 13, 1, 127, 3, 1, 1, 13), (6, 4, 13, 7, 3, 1, 1, 2), (1, 1, 1, 1, 1, 1, 0, 1),
-                     (7, 13, 5, 32, 3, 1, 1, 1), (32, 13, 5, 32, 3, 1, 1, 1), (33, 7, 7, 13, 3, 1, 1, 1)]
+                     (7, 13, 5, 32, 3, 1, 1, 1), (32, 13, 5, 32, 3, 1, 1, 1), (33, 7, 7, 13, 3, 1, 1, 1),
+                     (7, 7, 7, 13, 3, 1, 1, 7), (13, 13, 9, 37, 3, 2, 1, 13)]
         for (cin, cout, h, w, k, s, pad, g) in cases {
             let p = Conv2DParameters(kernel: k, stride: s, padding: pad, groups: g)
             let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin / g, k, k], seed: seed &+ 1)
