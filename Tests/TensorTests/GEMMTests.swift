@@ -98,7 +98,7 @@ final class GEMMTests: XCTestCase {
                     check(m: 13, k: 300, n: n, runs: runs, activation: activation, residual: residual, tiles: tiles, seed: seed)
                     seed += 4
                 }
-                // B in place: short reductions (in place) and ones longer than a panel (copied).
+                // B in place: short reductions and ones longer than a panel (in passes).
                 for k in [7, 85, 300] {
                     check(m: 21, k: k, n: n, runs: runs, activation: .silu, residual: true, inPlace: true, tiles: tiles, seed: seed)
                     seed += 4
