@@ -137,6 +137,9 @@ public enum CPU {
         ["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"].allSatisfy(flags.contains)
     }
 
+    /// The L1 data cache of one core, in bytes (0 where the system does not say).
+    public static let l1DataBytes = max(0, sysconf(Int32(_SC_LEVEL1_DCACHE_SIZE)))
+
     /// The widest SIMD level, for reports: "AVX-512", "AVX2+FMA" or "SSE".
     public static var simdLevel: String {
         if hasAVX512Skylake { return "AVX-512" }
