@@ -204,10 +204,10 @@ private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tiles t: Int
         let left = activate(s0 + s1 + s2 + bias), right = activate(s1 - s2 - s3 + bias)
         if tx + 8 <= grid.columns && 2 * tx + 16 <= w && row + 2 * r + i < h {
             let offset = (channel * h + row + 2 * r + i) * w + 2 * tx
-            // Interleaved: 64-bit lanes holding (left, right) pairs.
-            let pairs = SIMD8<UInt64>(truncatingIfNeeded: unsafeBitCast(left, to: SIMD8<UInt32>.self))
-                | SIMD8<UInt64>(truncatingIfNeeded: unsafeBitCast(right, to: SIMD8<UInt32>.self)) &<< 32
-            var values = unsafeBitCast(pairs, to: Vec16.self)
+            // Interleaved by one permute (as zero-extended 64-bit lanes, the conversion stayed a
+            // call a vector).
+            var values = Vec16()
+            (values.evenHalf, values.oddHalf) = (left, right)
             if let residual = epilogue.residual { values += residual.vec16(offset) }
             y.store(values, at: offset)
             continue
