@@ -105,7 +105,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         }
         if weight.isDepthwise && p.strideH == 1 && p.strideW == 1 {
             let pitch = DepthwiseRows.pitch(wo: wo, kernelW: p.kernelW), parts = Parallel.ranges(cin, parts: 4 * threads)
-            let workers = min(threads, parts.count), perThread = p.kernelH * pitch
+            let workers = min(threads, parts.count), perThread = (p.kernelH + 1) * pitch
             let (ring, _) = scratch.take(floats: workers * perThread)
             return Parallel.forEach(parts.count, threads: workers, DepthwiseRows(
                 x: xa, y: ya, residual: ra, weight: wa, bias: ba, ring: Address(ring), pitch: pitch, parts: parts, p: p,
@@ -395,12 +395,12 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
 }
 
 /// Stride-1 depthwise convolutions (groups == Cin == Cout) straight from x [C, H, W]: a part is a
-/// range of channels. Each input row is copied once, zero-padded, into its thread's ring of kH
+/// range of channels. Each input row is copied once, zero-padded, into its thread's ring of kH + 1
 /// rows of `pitch` floats (in L1), and each output row sums its kH · kW taps from the ring a
 /// vector at a time, bias, activation and residual applied before its one store.
 private struct DepthwiseRows: ParallelWork {
     let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
-    /// kH rows of `pitch` floats a thread.
+    /// kH + 1 rows of `pitch` floats a thread.
     let ring: Address<Float>, pitch: Int
     let parts: Partition
     let p: Conv2DParameters
@@ -411,7 +411,7 @@ private struct DepthwiseRows: ParallelWork {
     static func pitch(wo: Int, kernelW: Int) -> Int { (max(wo, 16) + kernelW - 1 + 15) / 16 * 16 }
 
     func run(part: Int, thread t: Int) {
-        let ring = self.ring.pointer + t * p.kernelH * pitch
+        let ring = self.ring.pointer + t * (p.kernelH + 1) * pitch
         if TARGET_VECTOR_BITS >= 512 {
             run(Vec16.self, channels: parts[part], ring: ring)
         } else {
@@ -434,13 +434,14 @@ private struct DepthwiseRows: ParallelWork {
         let (kh, kw) = (p.kernelH, p.kernelW)
         let n = V.scalarCount, (padH, padW) = (p.padH, p.padW), three = kh == 3 && kw == 3
         // The padding columns are never written after this.
-        ring.initialize(repeating: 0, count: kh * pitch)
+        let slots = kh + 1
+        ring.initialize(repeating: 0, count: slots * pitch)
         for c in channels {
             let xc = x.pointer + c * h * w, wc = weight.pointer + c * kh * kw, yc = y.pointer + c * ho * wo
             let rc = residual.map { UnsafePointer($0.pointer + c * ho * wo) }, b = bias.pointer[c]
             /// Input row iy into its slot, from column padW: zeros for a padding row.
             func load(_ iy: Int) {
-                let slot = ring + (iy + padH) % kh * pitch + padW
+                let slot = ring + (iy + padH) % slots * pitch + padW
                 guard iy >= 0 && iy < h else { return slot.initialize(repeating: 0, count: w) }
                 let row = xc + iy * w
                 var i = 0
@@ -450,13 +451,17 @@ private struct DepthwiseRows: ParallelWork {
                 }
                 for j in i..<w { slot[j] = row[j] }
             }
-            for iy in -padH..<(kh - 1 - padH) { load(iy) }
+            for iy in -padH..<(kh - padH) { load(iy) }
             for oy in 0..<ho {
-                load(oy + kh - 1 - padH)
+                // The next output row's last input row, an output row ahead: copied right before
+                // its first use, it was read back through stores that had not reached L1 (a row
+                // ahead took 0.64–0.76 of the time, Zen 5, same process, alternating).
+                if oy + 1 < ho { load(oy + kh - padH) }
                 let out = yc + oy * wo, res = rc.map { $0 + oy * wo }
-                // Input rows oy − padH + ky are in slots (oy + ky) % kH.
-                let s0 = UnsafePointer(ring) + oy % kh &* pitch, s1 = UnsafePointer(ring) + (oy &+ 1) % kh &* pitch
-                let s2 = UnsafePointer(ring) + (oy &+ 2) % kh &* pitch
+                // Input rows oy − padH + ky are in slots (oy + ky) % (kH + 1).
+                let base = UnsafePointer(ring)
+                let s0 = base + oy % slots &* pitch, s1 = base + (oy &+ 1) % slots &* pitch
+                let s2 = base + (oy &+ 2) % slots &* pitch
                 /// Output columns ox ..< ox + n, finished: each kernel row's taps summed on their own
                 /// (one chain of kH · kW dependent multiply-adds a vector was latency-bound), 3×3
                 /// written out (the loops were not unrolled).
@@ -476,8 +481,8 @@ private struct DepthwiseRows: ParallelWork {
                     }
                     var total = V()
                     for ky in 0..<kh {
-                        let slot = (oy &+ ky) % kh
-                        let r: UnsafePointer<Float> = UnsafePointer(ring) + (slot &* pitch &+ ox)
+                        let slot = (oy &+ ky) % slots
+                        let r: UnsafePointer<Float> = base + (slot &* pitch &+ ox)
                         let t = ky &* kw
                         var s = V(repeating: wc[t]) * r.vector(0)
                         for kx in 1..<kw { s = s.addingProduct(V(repeating: wc[t &+ kx]), r.vector(kx)) }
