@@ -140,14 +140,17 @@ package struct Epilogue {
 /// row of B one kernel tap's view of it, is an implicit im2col). C and the residual have
 /// leading dimension `ldc`.
 ///
-/// `runs`: C's column j reads B's column j / length · stride + j % length, so a convolution
-/// whose planes' rows are wider than its output's (`PhasePlanes.width` > Wo) writes its output
-/// rows where they belong instead of through a cropped copy; nil reads B's column j.
+/// `runs`: C's column j is B's column j / length · stride + j % length, so a convolution whose
+/// planes' rows are wider than its output's (`PhasePlanes.width` > Wo) writes its output rows
+/// where they belong instead of through a cropped copy; nil: B's column j. The strips then
+/// follow B's columns, junk ones included, so each reads B in one piece: a strip across two
+/// runs of C's columns read B in two, always through the panel (Zen 5, alternating binaries:
+/// 0.86–0.96 of the time on stride-2 and 16-channel 3×3 convolutions, whole yolo26n about 0.99).
 /// B may be read up to `gemmReadSlack` floats past the last column a run uses. `scratch` holds
 /// `gemmScratch(m:)` floats of the call's temporaries (one per concurrent call).
 ///
 /// `inPlace`: the tiles read B's rows where they lie, not from a copied panel, wherever a
-/// strip lies in one run, a panel's depth of reduction steps at a time. For products of few rows
+/// strip is whole, a panel's depth of reduction steps at a time. For products of few rows
 /// (a convolution's ≤ 32 output channels), whose tiles reuse a panel only a few times, the copy
 /// cost more than that reuse saved (also past a panel's depth: 0.80–0.89 of the time on 16×16
 /// 3×3 convolutions and the 16→32 stride-2 one, Zen 5, same process, alternating); rows a
@@ -175,9 +178,9 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
 }
 
 /// Floats of `packedGEMM`'s temporaries for an M-row product: B's panel (at most
-/// `panelFloats` and a tile row), the last columns' padded copy of C, then a tile's staging
-/// buffer (`tileFloats`).
-package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 16 * m + tileFloats }
+/// `panelFloats` and a tile row), a strip's rows of C (padded last columns, or a strip of runs),
+/// then a tile's staging buffer (`tileFloats`).
+package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 48 * m + tileFloats }
 
 /// Floats of the widest register tile (8 × 48).
 let tileFloats = 8 * 48
@@ -195,7 +198,8 @@ package enum TileGeometry: CaseIterable, Sendable {
 package let gemmReadSlack = 48
 
 /// `packedGEMM` with tiles `Wide` over as many columns as they cover, then `Narrow`, then
-/// `Narrow` over the rest padded with zeros.
+/// `Narrow` over the rest padded with zeros; with runs shorter than their stride, `Wide` over B's
+/// columns as they lie (one piece a strip), each strip's rows of C scattered to their runs.
 @inline(__always)
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
@@ -204,102 +208,128 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
-    // One tile's width spare: a piece of a strip is copied as a whole tile row.
     let depth = max(1, panelFloats / Wide.width)
-    // (48 + 1 pieces fit the 1 KB a temporary allocation takes from the stack.)
-    withUnsafeTemporaryAllocation(of: (start: Int, source: Int).self, capacity: Wide.width + 1) { pieces in
-        let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
-        /// C's columns `column ..< column + R.width` from B's columns for C's `j ..< j + count`
-        /// (count ≤ R.width; zeros past them).
-        func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
-                               column: Int, _ epilogue: Epilogue) {
-            // The strip's pieces, one per run it touches: where each starts in the strip and in B.
-            var done = 0, pieceCount = 0
-            while done < count {
-                let x = (j + done) % runs.length
-                pieces[pieceCount] = (done, (j + done) / runs.length * runs.stride + x)
-                pieceCount += 1
-                done += min(count - done, runs.length - x)
-            }
-            pieces[pieceCount] = (count, 0)
-            // C's lines two strips on, for writing (and the residual's): a tile's stores that
-            // missed waited in the store queue for their lines, a few misses at a time.
-            if j + 3 * R.width <= n {
-                for r in 0..<m {
-                    let ahead = r * ldc + column + 2 * R.width
-                    for o in stride(from: 0, to: R.width, by: 16) {
-                        prefetchForWrite(c + ahead + o)
-                        if let residual = epilogue.residual { prefetchL2(residual + ahead + o) }
-                    }
-                }
-            }
-            if inPlace && pieceCount == 1 && count == R.width {
-                let source = b + pieces[0].source
-                for step in stride(from: 0, to: k, by: depth) {
-                    let steps = step..<min(k, step + depth)
-                    for first in stride(from: 0, to: m, by: R.rows) {
-                        tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
-                             rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
-                    }
-                }
-                return
-            }
+    let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
+    /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count` (count ≤ R.width;
+    /// zeros past them).
+    func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                           column: Int, _ epilogue: Epilogue) {
+        if inPlace && count == R.width {
+            let source = b + j
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
-                for i in steps {
-                    let row = pb + (i - step) * R.width, from = b + rows[i]
-                    // The row two strips on, into L2 while this strip computes: B's rows are too
-                    // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
-                    // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
-                    let ahead = from + pieces[0].source + 2 * R.width
-                    for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(ahead + o) }
-                    if count == R.width {
-                        // Whole tile rows, each piece over the tail of the one before; the
-                        // last one's tail lands in the next row (written next) or the spare.
-                        for p in 0..<pieceCount {
-                            R(loading: from + pieces[p].source).store(at: pieces[p].start, into: row)
-                        }
-                    } else {
-                        row.initialize(repeating: 0, count: R.width)
-                        for p in 0..<pieceCount {
-                            (row + pieces[p].start).update(from: from + pieces[p].source,
-                                                           count: pieces[p + 1].start - pieces[p].start)
-                        }
-                    }
-                }
                 for first in stride(from: 0, to: m, by: R.rows) {
-                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
+                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
                          rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
                 }
             }
+            return
         }
-        var j = 0
-        while j + Wide.width <= n {
-            strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
-            j += Wide.width
-        }
-        while j + Narrow.width <= n {
-            strip(Narrow.self, from: j, count: Narrow.width, c: c, ldc: ldc, column: j, epilogue)
-            j += Narrow.width
-        }
-        guard j < n else { return }
-        // The last columns: into a padded copy of C, bias and activation there, the residual
-        // on the way out.
-        let rest = n - j, width = Narrow.width
-        do {
-            let pc = scratch + (depth + 1) * Wide.width
-            strip(Narrow.self, from: j, count: rest, c: pc, ldc: width, column: 0,
-                  Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil))
-            for r in 0..<m {
-                let out = c + r * ldc + j, sum = pc + r * width
-                if let residual = epilogue.residual {
-                    for i in 0..<rest { out[i] = sum[i] + residual[r * ldc + j + i] }
+        for step in stride(from: 0, to: k, by: depth) {
+            let steps = step..<min(k, step + depth)
+            for i in steps {
+                let row = pb + (i - step) * R.width, from = b + rows[i] + j
+                // The row two strips on, into L2 while this strip computes: B's rows are too
+                // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
+                // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
+                for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
+                if count == R.width {
+                    R(loading: from).store(at: 0, into: row)
                 } else {
-                    out.update(from: sum, count: rest)
+                    row.initialize(repeating: 0, count: R.width)
+                    row.update(from: from, count: count)
                 }
+            }
+            for first in stride(from: 0, to: m, by: R.rows) {
+                tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
+                     rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
             }
         }
     }
+    // The strips' rows of C when they do not go straight to C (M × Wide.width floats).
+    let rowsOfC = scratch + (depth + 1) * Wide.width
+    if runs.length < runs.stride {
+        // Strips over B's columns as they lie, each a piece (in place wherever B's rows allow),
+        // their C rows activated in `rowsOfC`, then copied to their runs with the residual: a
+        // strip of C's columns across two runs read B in two pieces, always through the panel.
+        let lines = (n + runs.length - 1) / runs.length, span = (lines - 1) * runs.stride + n - (lines - 1) * runs.length
+        let inner = Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil)
+        for jb in stride(from: 0, to: span, by: Wide.width) {
+            let x = jb % runs.stride
+            if x + Wide.width <= runs.length {
+                // Within one run: straight to C.
+                strip(Wide.self, from: jb, count: Wide.width, c: c, ldc: ldc, column: jb / runs.stride * runs.length + x,
+                      epilogue)
+                continue
+            }
+            strip(Wide.self, from: jb, count: Wide.width, c: rowsOfC, ldc: Wide.width, column: 0, inner)
+            var q = jb
+            let end = min(jb + Wide.width, span)
+            while q < end {
+                let x = q % runs.stride
+                guard x < runs.length else {
+                    q += runs.stride - x
+                    continue
+                }
+                let count = min(runs.length - x, end - q), column = q / runs.stride * runs.length + x
+                for r in 0..<m {
+                    copy(rowsOfC + r * Wide.width + q - jb, count, to: c + r * ldc + column,
+                         adding: epilogue.residual.map { $0 + r * ldc + column })
+                }
+                q += count
+            }
+        }
+        return
+    }
+    var j = 0
+    while j + Narrow.width <= n {
+        let wide = j + Wide.width <= n
+        // C's lines two strips on, for writing (and the residual's): a tile's stores that
+        // missed waited in the store queue for their lines, a few misses at a time.
+        let width = wide ? Wide.width : Narrow.width
+        if j + 3 * width <= n {
+            for r in 0..<m {
+                let ahead = r * ldc + j + 2 * width
+                for o in stride(from: 0, to: width, by: 16) {
+                    prefetchForWrite(c + ahead + o)
+                    if let residual = epilogue.residual { prefetchL2(residual + ahead + o) }
+                }
+            }
+        }
+        if wide {
+            strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
+        } else {
+            strip(Narrow.self, from: j, count: Narrow.width, c: c, ldc: ldc, column: j, epilogue)
+        }
+        j += width
+    }
+    guard j < n else { return }
+    // The last columns: into a padded copy of C, bias and activation there, the residual
+    // on the way out.
+    let rest = n - j, width = Narrow.width
+    strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0,
+          Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil))
+    for r in 0..<m {
+        copy(rowsOfC + r * width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
+    }
+}
+
+/// y[i] = x[i] (+ residual[i]) for i < count: whole vectors, then the vector ending at count
+/// (its first lanes written again, the same values), or one by one when count < 16.
+@inline(__always)
+private func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
+                  adding residual: UnsafePointer<Float>?) {
+    @inline(__always) func put(_ i: Int) { y.store(x.vec16(i) + (residual?.vec16(i) ?? Vec16()), at: i) }
+    guard count >= 16 else {
+        for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
+        return
+    }
+    var i = 0
+    while i + 16 <= count {
+        put(i)
+        i += 16
+    }
+    if i < count { put(count - 16) }
 }
 
 /// Floats of B one pass of a GEMM strip reads: two thirds of an L1 of 48 KB or more (Zen 5, same
