@@ -62,7 +62,7 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
                                         bias: UnsafePointer<Float>, activation: Activation,
                                         residual: UnsafePointer<Float>?, threads: Int, scratch: Scratch) {
     let tilesY = (h + 1) / 2
-    let pack = (cout + 7) / 8 * cin * 8, depth = min(cin, winogradDepth)
+    let pack = (cout + 7) / 8 * cin * 8, depth = min(cin, winogradPanelFloats / R.width)
     let grid = PhasePlanes(channels: cin, h: h, w: w, ho: tilesY, threads: threads, Winograd.patches)
     // The last strip of a block reads up to a strip of junk tiles past the planes.
     let planesCount = grid.count + R.width
@@ -149,9 +149,11 @@ private struct WinogradParts<R: TileRow>: ParallelWork {
     }
 }
 
-/// Reduction steps per pass: 16 B panels of 64 rows (96 KB with 24-column strips) beside the
-/// strip's 16 outputs (64 and 128 steps timed alike on Zen 3).
-let winogradDepth = 64
+/// Floats of one point's B panel per pass: 16 of them are 96 KB, 64 reduction steps of 24-column
+/// strips (64 and 128 timed alike on Zen 3) or 32 of 48-column ones (Zen 5, same process,
+/// alternating: 0.75–0.92 of the time of 64 steps on 16- and 64-output convolutions, 16 steps
+/// 1.03–1.06 of 32's).
+let winogradPanelFloats = 1536
 
 /// Row c of the 16 points' B panels: (Bᵀ d B)_ξ of the tiles `columns` (tile t reads patch tap k
 /// at `planes + taps[k] + t`), point ξ's at `panels + ξ · point`.
