@@ -127,7 +127,7 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         // ones on 80×80 maps), and for any number where L1 holds 48 KB (Zen 5: 0.93–1.0 per
         // convolution, whole yolo26n 0.988–0.991), unless its channels are a multiple of 4 KB
         // apart (1×1 on 160×160: 1.17–1.32).
-        let inPlace = (coutG <= 32 || CPU.l1DataBytes >= 48 << 10) && (direct ? h * w : phases.channelStride) % 1024 != 0
+        let inPlace = (coutG <= 32 || largeL1) && (direct ? h * w : phases.channelStride) % 1024 != 0
         let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }

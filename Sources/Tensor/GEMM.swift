@@ -246,14 +246,15 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
             }
         }
     }
-    // The strips' rows of C when they do not go straight to C (M × Wide.width floats).
+    // The strips' rows of C when they do not go straight to C (M × Wide.width floats), finished
+    // there but for the residual, which they take on their way to C.
     let rowsOfC = scratch + (depth + 1) * Wide.width
+    let inner = Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil)
     if runs.length < runs.stride {
         // Strips over B's columns as they lie, each a piece (in place wherever B's rows allow),
         // their C rows activated in `rowsOfC`, then copied to their runs with the residual: a
         // strip of C's columns across two runs read B in two pieces, always through the panel.
         let lines = (n + runs.length - 1) / runs.length, span = (lines - 1) * runs.stride + n - (lines - 1) * runs.length
-        let inner = Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil)
         for jb in stride(from: 0, to: span, by: Wide.width) {
             let x = jb % runs.stride
             if x + Wide.width <= runs.length {
@@ -307,8 +308,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     // The last columns: into a padded copy of C, bias and activation there, the residual
     // on the way out.
     let rest = n - j, width = Narrow.width
-    strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0,
-          Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil))
+    strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
     for r in 0..<m {
         copy(rowsOfC + r * width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
     }
@@ -335,7 +335,11 @@ private func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePo
 /// Floats of B one pass of a GEMM strip reads: two thirds of an L1 of 48 KB or more (Zen 5, same
 /// process, alternating: 0.95–1.02 of the time of 4096 per convolution, 0.98–0.99 of the whole
 /// yolo26n), else half of a 32 KB one (measured on Zen 3).
-let panelFloats = CPU.l1DataBytes >= 48 << 10 ? 8192 : 4096
+let panelFloats = largeL1 ? 8192 : 4096
+
+/// Whether a core's L1 data cache holds 48 KB or more (Zen 5), where the GEMM's panels and B read
+/// in place were measured to pay (`panelFloats`, `conv2d`).
+let largeL1 = CPU.l1DataBytes >= 48 << 10
 
 /// Calls `run48(j)` for the 48-column runs of 0..<n, then `run16(j)` for 16-column ones, and
 /// returns where the last < 16 columns start.
