@@ -16,3 +16,13 @@ static inline void prefetchL2(const void *p) { __builtin_prefetch(p, 0, 2); }
 // Asks for the cache line holding `p` to be fetched for writing (prefetchw): a store that
 // misses waits in the store queue for its line, and few such misses are in flight at once.
 static inline void prefetchForWrite(void *p) { __builtin_prefetch(p, 1, 3); }
+
+// 16 floats: one AVX-512 register, imported into Swift as SIMD16<Float>.
+typedef float Float16Lanes __attribute__((ext_vector_type(16)));
+
+// [0, v₀, v₁, …, v₁₄]: the lanes one up, a zero in the first (one `vpermt2ps` or `valignd` on
+// AVX-512). Swift's SIMD types have no constant shuffle: their index subscript is a call.
+static inline Float16Lanes lanesShiftedUp(Float16Lanes v) {
+    Float16Lanes zero = 0;
+    return __builtin_shufflevector(zero, v, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30);
+}

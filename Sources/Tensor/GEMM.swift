@@ -166,14 +166,66 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
                         tiles: TileGeometry = .target) {
+    packedGEMM(a, m: m, k: k, RowViews(b: b, rows: rows, inPlace: inPlace), n: n, runs: runs, c: c, ldc: ldc, epilogue,
+               scratch: scratch, tiles: tiles)
+}
+
+/// `packedGEMM` with B's panels from `source`.
+func packedGEMM<Source: PanelSource>(_ a: UnsafePointer<Float>, m: Int, k: Int, _ source: Source, n: Int,
+                                     runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
+                                     _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>,
+                                     tiles: TileGeometry = .target) {
     let runs = runs ?? (n, n)
     switch tiles {
     case .avx512:
-        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch, inPlace: inPlace)
+        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, source, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch)
     case .avx2:
-        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch, inPlace: inPlace)
+        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, source, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch)
+    }
+}
+
+/// Where a GEMM strip's rows of B come from: copied into a panel in L1 that every row tile reads,
+/// or, where the source allows, read where they lie.
+protocol PanelSource {
+    /// The reduction steps of a pass, at most `steps` (the source may pack them in groups).
+    func passDepth(_ steps: Int) -> Int
+    /// B's rows `steps`, columns `j ..< j + count` (count ≤ R.width), into the panel's rows of
+    /// R.width floats, zeros past `count`.
+    func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>)
+    /// Where row i of B starts at column j is `base + rows[i]`, if the tiles may read B there.
+    func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)?
+}
+
+/// B [K, ·] as rows where they lie: row i starts at `b + rows[i]`.
+struct RowViews: PanelSource {
+    let b: UnsafePointer<Float>, rows: UnsafePointer<Int>
+    /// Whether the tiles read the rows where they lie (`packedGEMM`'s `inPlace`).
+    let inPlace: Bool
+
+    func passDepth(_ steps: Int) -> Int { steps }
+
+    @inline(__always)
+    func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>) {
+        for i in steps {
+            let row = panel + (i - steps.lowerBound) * R.width, from = b + rows[i] + j
+            // The row two strips on, into L2 while this strip computes: B's rows are too
+            // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
+            // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
+            for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
+            if count == R.width {
+                R(loading: from).store(at: 0, into: row)
+            } else {
+                row.initialize(repeating: 0, count: R.width)
+                row.update(from: from, count: count)
+            }
+        }
+    }
+
+    @inline(__always)
+    func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)? {
+        inPlace ? (b + j, rows) : nil
     }
 }
 
@@ -201,25 +253,24 @@ package let gemmReadSlack = 48
 /// `Narrow` over the rest padded with zeros; with runs shorter than their stride, `Wide` over B's
 /// columns as they lie (one piece a strip), each strip's rows of C scattered to their runs.
 @inline(__always)
-func packedGEMM<Wide: TileRow, Narrow: TileRow>(
-    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
-    rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
-    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool
+func packedGEMM<Wide: TileRow, Narrow: TileRow, Source: PanelSource>(
+    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, _ source: Source, n: Int,
+    runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue,
+    scratch: UnsafeMutablePointer<Float>
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
-    let depth = max(1, panelFloats / Wide.width)
+    let depth = source.passDepth(max(1, panelFloats / Wide.width))
     let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
     /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count` (count ≤ R.width;
     /// zeros past them).
     func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                            column: Int, _ epilogue: Epilogue) {
-        if inPlace && count == R.width {
-            let source = b + j
+        if count == R.width, let (base, rows) = source.rowsInPlace(column: j) {
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
                 for first in stride(from: 0, to: m, by: R.rows) {
-                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
+                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { base + rows[$0] },
                          rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
                 }
             }
@@ -227,19 +278,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
         }
         for step in stride(from: 0, to: k, by: depth) {
             let steps = step..<min(k, step + depth)
-            for i in steps {
-                let row = pb + (i - step) * R.width, from = b + rows[i] + j
-                // The row two strips on, into L2 while this strip computes: B's rows are too
-                // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
-                // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
-                for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
-                if count == R.width {
-                    R(loading: from).store(at: 0, into: row)
-                } else {
-                    row.initialize(repeating: 0, count: R.width)
-                    row.update(from: from, count: count)
-                }
-            }
+            source.pack(R.self, steps, column: j, count: count, into: pb)
             for first in stride(from: 0, to: m, by: R.rows) {
                 tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
                      rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
