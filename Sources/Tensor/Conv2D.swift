@@ -548,9 +548,9 @@ private struct DepthwiseRows: ParallelWork {
         for c in channels {
             let xc = x.pointer + c * h * w, wc = weight.pointer + c * kh * kw, yc = y.pointer + c * ho * wo
             let rc = residual.map { UnsafePointer($0.pointer + c * ho * wo) }, b = bias.pointer[c]
-            /// Input row iy into its slot, from column padW: zeros for a padding row.
-            func load(_ iy: Int) {
-                let slot = ring + (iy + padH) % slots * pitch + padW
+            /// Input row iy into slot `index`, from column padW: zeros for a padding row.
+            func load(_ iy: Int, into index: Int) {
+                let slot = ring + index * pitch + padW
                 guard iy >= 0 && iy < h else { return slot.initialize(repeating: 0, count: w) }
                 let row = xc + iy * w
                 var i = 0
@@ -560,17 +560,20 @@ private struct DepthwiseRows: ParallelWork {
                 }
                 for j in i..<w { slot[j] = row[j] }
             }
-            for iy in -padH..<(kh - padH) { load(iy) }
+            for ky in 0..<kh { load(ky - padH, into: ky) }
+            // Input rows oy − padH + ky are in slots (oy + ky) % (kH + 1): `first` is oy's, kept
+            // by wrapping, not by a division (a few a row, by a number known only at run time).
+            var first = 0
+            let base = UnsafePointer(ring)
+            @inline(__always) func slot(_ ky: Int) -> Int { first &+ ky < slots ? first &+ ky : first &+ ky &- slots }
             for oy in 0..<ho {
                 // The next output row's last input row, an output row ahead: copied right before
                 // its first use, it was read back through stores that had not reached L1 (a row
                 // ahead took 0.64–0.76 of the time, Zen 5, same process, alternating).
-                if oy + 1 < ho { load(oy + kh - padH) }
+                if oy + 1 < ho { load(oy + kh - padH, into: slot(kh)) }
                 let out = yc + oy * wo, res = rc.map { $0 + oy * wo }
-                // Input rows oy − padH + ky are in slots (oy + ky) % (kH + 1).
-                let base = UnsafePointer(ring)
-                let s0 = base + oy % slots &* pitch, s1 = base + (oy &+ 1) % slots &* pitch
-                let s2 = base + (oy &+ 2) % slots &* pitch
+                let s0 = base + slot(0) &* pitch, s1 = base + slot(1) &* pitch, s2 = base + slot(2) &* pitch
+                defer { first = slot(1) }
                 /// Output columns ox ..< ox + n, finished: each kernel row's taps summed on their own
                 /// (one chain of kH · kW dependent multiply-adds a vector was latency-bound), 3×3
                 /// written out (the loops were not unrolled).
@@ -590,8 +593,7 @@ private struct DepthwiseRows: ParallelWork {
                     }
                     var total = V()
                     for ky in 0..<kh {
-                        let slot = (oy &+ ky) % slots
-                        let r: UnsafePointer<Float> = base + (slot &* pitch &+ ox)
+                        let r: UnsafePointer<Float> = base + (slot(ky) &* pitch &+ ox)
                         let t = ky &* kw
                         var s = V(repeating: wc[t]) * r.vector(0)
                         for kx in 1..<kw { s = s.addingProduct(V(repeating: wc[t &+ kx]), r.vector(kx)) }
