@@ -135,8 +135,12 @@ private struct WinogradParts<R: TileRow>: ParallelWork {
                                   row: Int, _ epilogue: Epilogue) {
         @inline(__always) func each(_ f: (Vec8) -> Vec8) {
             for q in stride(from: 0, to: R.width, by: 8) {
+                // The group's first tile in the grid, divided out once for every channel (a
+                // division by a number known only at run time).
+                let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
+                guard r < grid.rows else { return }
                 for o in 0..<cout {
-                    transformOutput(m + o * R.width + q, point: cout * R.width, tiles: tiles + q, grid: grid,
+                    transformOutput(m + o * R.width + q, point: cout * R.width, tile: (r, tx), grid: grid,
                                     into: y.pointer, row: row, h: h, w: w, channel: o, epilogue, f)
                 }
             }
@@ -183,16 +187,15 @@ private func transformInput<V: FloatVector>(_: V.Type, _ planes: UnsafePointer<F
     }
 }
 
-/// Output rows of channel `channel` from the 8 tiles from `tiles` of a block whose first tile row
-/// is output row `row` (tile t: grid row t / width, tile column t % width, only those inside the
-/// grid's columns and rows): M's 16 points at `m + ξ · point` transformed back
+/// Output rows of channel `channel` from the 8 tiles from grid row `tile.row`, column
+/// `tile.column` (row-major, only those inside the grid's columns and rows) of a block whose
+/// first tile row is output row `row`: M's 16 points at `m + ξ · point` transformed back
 /// (Aᵀ = [1 1 1 0; 0 1 −1 −1]), then the epilogue (its activation as `activate`).
 @inline(__always)
-private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tiles t: Int, grid: (width: Int, columns: Int, rows: Int),
-                             into y: UnsafeMutablePointer<Float>, row: Int, h: Int, w: Int, channel: Int,
-                             _ epilogue: Epilogue, _ activate: (Vec8) -> Vec8) {
-    let r = t / grid.width, tx = t % grid.width
-    guard r < grid.rows else { return }
+private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tile: (row: Int, column: Int),
+                             grid: (width: Int, columns: Int, rows: Int), into y: UnsafeMutablePointer<Float>, row: Int,
+                             h: Int, w: Int, channel: Int, _ epilogue: Epilogue, _ activate: (Vec8) -> Vec8) {
+    let (r, tx) = tile
     let bias = epilogue.bias[channel]
     @inline(__always) func p(_ i: Int, _ j: Int) -> Vec8 { m.vector((4 * i + j) * point) }
     // Aᵀ over M's rows: rows 0 and 1 of Aᵀ M, column j.
