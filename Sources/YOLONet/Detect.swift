@@ -470,9 +470,9 @@ package func bestClassPerAnchor(_ probs: UnsafePointer<Float>, classes: Int, anc
 
 /// Indices of the `k` largest values, largest first; ties keep the lower index first.
 ///
-/// (value descending, index ascending) is a strict total order on the indices, so a
-/// quickselect of the first k followed by a sort of those k gives exactly the prefix of the
-/// full sort, in O(n + k log k) instead of O(n log n).
+/// (value descending, index ascending) is a strict total order on the indices, so keeping the
+/// first k in that order while scanning, then sorting them, gives exactly the prefix of the full
+/// sort, in O(n + k log k · log(n / k)) instead of O(n log n).
 package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
     var order = [Int](repeating: 0, count: values.count)
     let k = values.withUnsafeBufferPointer { v in
@@ -483,43 +483,46 @@ package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
 
 /// `topIndices` on buffers: the first min(k, count) entries of `order` (room for `count`) are
 /// the indices; returns how many.
+///
+/// o[0..<k] is a heap of the first k so far, the last of them in the order at its root: a later
+/// index enters only if it goes before the root, one comparison with a value in a register for
+/// most (against a quickselect that moved indices and read their values through them: about a
+/// fifth of the time on Detect's 8400 anchors and 300 × 80 candidates).
 @discardableResult
 package func topIndices(_ v: UnsafePointer<Float>, count: Int, _ k: Int, order o: UnsafeMutablePointer<Int>) -> Int {
     let k = min(max(k, 0), count)
     guard k > 0 else { return 0 }
-    for i in 0..<count { o[i] = i }
     func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
-    func swap(_ i: Int, _ j: Int) { (o[i], o[j]) = (o[j], o[i]) }
-    /// Partitions o[lo...hi] around a median-of-three pivot; returns the pivot's place.
-    func partition(_ lo: Int, _ hi: Int) -> Int {
-        let mid = lo + (hi - lo) / 2
-        // Median of three as the pivot, moved to o[hi].
-        if before(o[mid], o[lo]) { swap(mid, lo) }
-        if before(o[hi], o[lo]) { swap(hi, lo) }
-        if before(o[mid], o[hi]) { swap(mid, hi) }
-        let pivot = o[hi]
-        var store = lo
-        for i in lo..<hi where before(o[i], pivot) {
-            swap(i, store)
-            store += 1
+    /// Restores the heap of o[0..<n] below position i (each entry after its children in the order).
+    func siftDown(_ i: Int, _ n: Int) {
+        var i = i
+        while 2 * i + 1 < n {
+            var child = 2 * i + 1
+            if child + 1 < n && before(o[child], o[child + 1]) { child += 1 }
+            guard before(o[i], o[child]) else { return }
+            (o[i], o[child]) = (o[child], o[i])
+            i = child
         }
-        swap(store, hi)
-        return store
     }
-    // Invariant: the k first of the order lie in o[0..<k], and o[lo...hi] holds the undecided ones.
-    var lo = 0, hi = count - 1
-    while lo < hi {
-        let store = partition(lo, hi)
-        if store == k - 1 || store == k { break }
-        if store < k { lo = store + 1 } else { hi = store - 1 }
+    for i in 0..<k {
+        o[i] = i
+        var j = i
+        while j > 0 && before(o[(j - 1) / 2], o[j]) {
+            (o[j], o[(j - 1) / 2]) = (o[(j - 1) / 2], o[j])
+            j = (j - 1) / 2
+        }
     }
-    /// Sorts o[lo...hi] (quicksort; the order is total, so any sort gives the same result).
-    func sort(_ lo: Int, _ hi: Int) {
-        guard lo < hi else { return }
-        let p = partition(lo, hi)
-        sort(lo, p - 1)
-        sort(p + 1, hi)
+    // A later index goes before the root only with a larger value (equal ones have the lower index).
+    var last = v[o[0]]
+    for i in k..<count where v[i] > last {
+        o[0] = i
+        siftDown(0, k)
+        last = v[o[0]]
     }
-    sort(0, k - 1)
+    // Heap sort: the last of the order to the end, one at a time.
+    for end in stride(from: k - 1, to: 0, by: -1) {
+        (o[0], o[end]) = (o[end], o[0])
+        siftDown(0, end)
+    }
     return k
 }
