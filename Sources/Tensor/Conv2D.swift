@@ -115,9 +115,10 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         }
         let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
             && !weight.isDepthwise
-        // Stride-2 3×3 convolutions of 32 or more output channels pack B straight from x: the
-        // copy is shared by 4 or more row tiles.
-        let packed = Stride2Panels.fits(p) && !weight.isDepthwise && coutG >= 32
+        // Stride-2 3×3 convolutions of 64 or more output channels pack B straight from x: the
+        // copy is shared by 8 or more row tiles (with 32, 4 tiles, the phase planes were faster:
+        // yolo26n's model.1 1.18 ms against 1.25, Zen 5, alternating binaries).
+        let packed = Stride2Panels.fits(p) && !weight.isDepthwise && coutG >= 64
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
         // Parts for threads to claim as they come free: a block of rows each (a fixed half of
         // the blocks each waited for a core the system had stalled), or a range of columns a

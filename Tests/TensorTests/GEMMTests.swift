@@ -83,14 +83,14 @@ final class GEMMTests: XCTestCase {
     }
 
     /// Stride-2 3×3 convolutions whose GEMM packs B straight from the input (`Stride2Panels`,
-    /// 32 or more output channels a group): reductions of one and several passes, rows narrower
+    /// 64 or more output channels a group): reductions of one and several passes, rows narrower
     /// than a vector, exactly 32 wide (one vector, at column 0) and wider, odd and even, strips
     /// across output rows, two groups, residual.
     func testStride2PanelsBothTileGeometries() {
         var seed: UInt64 = 800
         for tiles in TileGeometry.allCases {
-            for (cin, cout, h, w, groups) in [(40, 32, 13, 127, 1), (5, 33, 34, 66, 1), (19, 48, 7, 32, 1), (16, 32, 20, 80, 1),
-                                              (3, 40, 9, 31, 1), (8, 64, 9, 40, 2)] {
+            for (cin, cout, h, w, groups) in [(40, 64, 13, 127, 1), (5, 65, 34, 66, 1), (19, 72, 7, 32, 1), (16, 64, 20, 80, 1),
+                                              (3, 80, 9, 31, 1), (8, 128, 9, 40, 2)] {
                 let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1, groups: groups)
                 let (ho, wo) = p.outputSize(h: h, w: w)
                 let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin / groups, 3, 3], seed: seed &+ 1)
