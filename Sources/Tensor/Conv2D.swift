@@ -605,22 +605,33 @@ private struct DepthwiseRows: ParallelWork {
                 @inline(__always) func put(_ v: V, _ ox: Int) {
                     out.store(res.map { v + $0.vector(ox) } ?? v, at: ox)
                 }
-                // Four vectors at a time (independent chains), then one; then the n ending at Wo
-                // (lanes already stored rewritten with the same values); a row narrower than a
-                // vector lane by lane.
+                // Four vectors at a time (independent chains), the last ones with the n ending at
+                // Wo (lanes already stored rewritten with the same values) side by side too: one
+                // by one, each a long chain of dependent operations, they were latency-bound on
+                // the rows of 20 and 40; a row narrower than a vector lane by lane.
                 var ox = 0
                 while ox &+ 4 &* n <= wo {
                     let (v0, v1, v2, v3) = (sum(ox), sum(ox &+ n), sum(ox &+ 2 &* n), sum(ox &+ 3 &* n))
                     put(v0, ox); put(v1, ox &+ n); put(v2, ox &+ 2 &* n); put(v3, ox &+ 3 &* n)
                     ox &+= 4 &* n
                 }
-                while ox &+ n <= wo {
-                    put(sum(ox), ox)
-                    ox &+= n
-                }
                 guard ox < wo else { continue }
                 if wo >= n {
-                    put(sum(wo - n), wo - n)
+                    // At most three whole vectors and the one ending at Wo are left.
+                    let last = wo &- n
+                    let (p1, p2) = (min(ox &+ n, last), min(ox &+ 2 &* n, last))
+                    if p2 < last {
+                        let (v0, v1, v2, v3) = (sum(ox), sum(p1), sum(p2), sum(last))
+                        put(v0, ox); put(v1, p1); put(v2, p2); put(v3, last)
+                    } else if p1 < last {
+                        let (v0, v1, v2) = (sum(ox), sum(p1), sum(last))
+                        put(v0, ox); put(v1, p1); put(v2, last)
+                    } else if ox < last {
+                        let (v0, v1) = (sum(ox), sum(last))
+                        put(v0, ox); put(v1, last)
+                    } else {
+                        put(sum(last), last)
+                    }
                 } else {
                     let v = sum(0)
                     for i in 0..<wo { out[i] = v[i] + (res?[i] ?? 0) }
