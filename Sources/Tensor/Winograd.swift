@@ -48,16 +48,17 @@ package func winogradConv2d(_ x: UnsafePointer<Float>, channels cin: Int, h: Int
                             scratch: Scratch, tiles: TileGeometry = .target) {
     switch tiles {
     case .avx512:
-        winogradConv2d(Row48.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
+        winogradConv2d(Row48.self, Row16.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
                        activation: activation, residual: residual, threads: threads, scratch: scratch)
     case .avx2:
-        winogradConv2d(Row24.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
+        winogradConv2d(Row24.self, Row8.self, x, channels: cin, h: h, w: w, weight: weight, outputs: cout, y, bias: bias,
                        activation: activation, residual: residual, threads: threads, scratch: scratch)
     }
 }
 
 @inline(__always)
-private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, channels cin: Int, h: Int, w: Int,
+private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Type, _ x: UnsafePointer<Float>,
+                                                         channels cin: Int, h: Int, w: Int,
                                         weight: UnsafePointer<Float>, outputs cout: Int, _ y: UnsafeMutablePointer<Float>,
                                         bias: UnsafePointer<Float>, activation: Activation,
                                         residual: UnsafePointer<Float>?, threads: Int, scratch: Scratch) {
@@ -74,14 +75,16 @@ private func winogradConv2d<R: TileRow>(_: R.Type, _ x: UnsafePointer<Float>, ch
     let zeros = buffers + workers * perThread
     zeros.initialize(repeating: 0, count: cout)
     grid.rowOffsets(channels: cin, Winograd.patches, into: taps)
-    Parallel.forEach(parts.count, threads: workers, WinogradParts<R>(
+    Parallel.forEach(parts.count, threads: workers, WinogradParts<R, Narrow>(
         x: Address(x), weight: Address(weight), y: Address(y), bias: Address(bias), residual: residual.map { Address($0) },
         zeros: Address(zeros), taps: Address(taps), scratch: Address(buffers), perThread: perThread, planesCount: planesCount,
         parts: parts, grid: grid, activation: activation, cin: cin, cout: cout, h: h, w: w, depth: depth, pack: pack))
 }
 
-/// `winogradConv2d`'s parts: blocks of tile rows, run with their thread's scratch.
-private struct WinogradParts<R: TileRow>: ParallelWork {
+/// `winogradConv2d`'s parts: blocks of tile rows, run with their thread's scratch, in strips of `R`
+/// tiles, the last of a block in `Narrow` ones when those cover it (20×20 maps: 110 grid columns
+/// in two strips of 48 and one of 16, not three of 48).
+private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
     let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
     let perThread: Int, planesCount: Int
@@ -91,56 +94,73 @@ private struct WinogradParts<R: TileRow>: ParallelWork {
     let cin: Int, cout: Int, h: Int, w: Int, depth: Int, pack: Int
 
     func run(part: Int, thread t: Int) {
-        let tilesY = (h + 1) / 2, tilesX = (w + 1) / 2
-        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
-        let epilogue = Epilogue(bias: bias.pointer, activation: activation, residual: residual.map { UnsafePointer($0.pointer) })
-        let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
+        let tilesY = (h + 1) / 2
+        let planes = scratch.pointer + t * perThread
         for block in parts[part] {
             let first = block * grid.blockRows, tileRows = min(grid.blockRows, tilesY - first)
             grid.fill(planes, from: x.pointer, outputRows: first, Winograd.patches)
-            for column in stride(from: 0, to: tileRows * grid.width, by: R.width) {
-                for step in stride(from: 0, to: cin, by: depth) {
-                    let steps = step..<min(cin, step + depth)
-                    // In vectors of the target's width where the tile's is a multiple of it (16
-                    // lanes against 8 on Zen 5: 0.75–0.99 of the time per convolution).
-                    for c in steps {
-                        if TARGET_VECTOR_BITS >= 512 && R.width % 16 == 0 {
-                            transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * R.width,
-                                           point: depth * R.width, columns: column..<(column + R.width))
-                        } else {
-                            transformInput(Vec8.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * R.width,
-                                           point: depth * R.width, columns: column..<(column + R.width))
-                        }
-                    }
-                    for point in 0..<16 {
-                        let a = weight.pointer + point * pack
-                        for row in stride(from: 0, to: cout, by: R.rows) {
-                            tile(R.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
-                                 b: panels + point * depth * R.width, rows: row..<min(cout, row + R.rows),
-                                 c: m + point * cout * R.width, ldc: R.width, column: 0, plain, staging: nil)
-                        }
-                    }
-                }
-                transformOutputs(m, tiles: column, grid: (width: grid.width, columns: tilesX, rows: tileRows),
-                                 row: 2 * first, epilogue)
+            let end = tileRows * grid.width
+            var column = 0
+            while end - column > Narrow.width {
+                strip(R.self, column: column, block: (first, tileRows), thread: t)
+                column += R.width
+            }
+            while column < end {
+                strip(Narrow.self, column: column, block: (first, tileRows), thread: t)
+                column += Narrow.width
             }
         }
     }
 
-    /// The strip of `R.width` tiles from `tiles` back into the output, every channel: one loop per
+    /// The tiles `column ..< column + S.width` of the block whose first tile row is `block.first`.
+    @inline(__always)
+    private func strip<S: TileRow>(_: S.Type, column: Int, block: (first: Int, rows: Int), thread t: Int) {
+        // The strip outputs follow the panels as laid out for R, which hold those of S.
+        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * self.depth * R.width
+        let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
+        // Reduction steps a pass: the panels hold the same floats whatever the strip's width.
+        let depth = min(cin, winogradPanelFloats / S.width)
+        for step in stride(from: 0, to: cin, by: depth) {
+            let steps = step..<min(cin, step + depth)
+            // In vectors of the target's width where the tile's is a multiple of it (16
+            // lanes against 8 on Zen 5: 0.75–0.99 of the time per convolution).
+            for c in steps {
+                if TARGET_VECTOR_BITS >= 512 && S.width % 16 == 0 {
+                    transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
+                                   point: depth * S.width, columns: column..<(column + S.width))
+                } else {
+                    transformInput(Vec8.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
+                                   point: depth * S.width, columns: column..<(column + S.width))
+                }
+            }
+            for point in 0..<16 {
+                let a = weight.pointer + point * pack
+                for row in stride(from: 0, to: cout, by: S.rows) {
+                    tile(S.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
+                         b: panels + point * depth * S.width, rows: row..<min(cout, row + S.rows),
+                         c: m + point * cout * S.width, ldc: S.width, column: 0, plain, staging: nil)
+                }
+            }
+        }
+        transformOutputs(m, width: S.width, tiles: column,
+                         grid: (width: grid.width, columns: (w + 1) / 2, rows: block.rows), row: 2 * block.first)
+    }
+
+    /// The strip of `width` tiles from `tiles` back into the output, every channel: one loop per
     /// activation in a function of its own, so SiLU is inlined in it (in `run`, it stayed a call
     /// per vector: 17 % of a 32→32 convolution's time at 40×40).
     @inline(never)
-    private func transformOutputs(_ m: UnsafePointer<Float>, tiles: Int, grid: (width: Int, columns: Int, rows: Int),
-                                  row: Int, _ epilogue: Epilogue) {
+    private func transformOutputs(_ m: UnsafePointer<Float>, width: Int, tiles: Int,
+                                  grid: (width: Int, columns: Int, rows: Int), row: Int) {
+        let epilogue = Epilogue(bias: bias.pointer, activation: activation, residual: residual.map { UnsafePointer($0.pointer) })
         @inline(__always) func each(_ f: (Vec8) -> Vec8) {
-            for q in stride(from: 0, to: R.width, by: 8) {
+            for q in stride(from: 0, to: width, by: 8) {
                 // The group's first tile in the grid, divided out once for every channel (a
                 // division by a number known only at run time).
                 let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
                 guard r < grid.rows else { return }
                 for o in 0..<cout {
-                    transformOutput(m + o * R.width + q, point: cout * R.width, tile: (r, tx), grid: grid,
+                    transformOutput(m + o * width + q, point: cout * width, tile: (r, tx), grid: grid,
                                     into: y.pointer, row: row, h: h, w: w, channel: o, epilogue, f)
                 }
             }

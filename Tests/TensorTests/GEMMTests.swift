@@ -55,8 +55,10 @@ final class GEMMTests: XCTestCase {
         var seed: UInt64 = 700
         for tiles in TileGeometry.allCases {
             // (cin, cout, h, w; Winograd's layout needs cin ≥ 32): one and several reduction passes, tile groups cut by odd widths and
-            // whole ones, strips wider than a grid row, several blocks of tile rows on 2 threads.
-            for (cin, cout, h, w) in [(32, 13, 13, 37), (131, 9, 7, 16), (35, 17, 66, 2), (48, 8, 40, 50)] {
+            // whole ones, strips wider than a grid row, several blocks of tile rows on 2 threads, blocks ending in a
+            // narrow strip (20×20 and 14×14: 55 and 28 grid columns a block).
+            for (cin, cout, h, w) in [(32, 13, 13, 37), (131, 9, 7, 16), (35, 17, 66, 2), (48, 8, 40, 50), (64, 24, 20, 20),
+                                      (100, 9, 14, 14)] {
                 let p = Conv2DParameters(kernel: 3, stride: 1, padding: 1)
                 let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin, 3, 3], seed: seed &+ 1)
                 let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, h, w], seed: seed &+ 3)
