@@ -82,8 +82,9 @@ private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Ty
 }
 
 /// `winogradConv2d`'s parts: blocks of tile rows, run with their thread's scratch, in strips of `R`
-/// tiles, the last of a block in `Narrow` ones when those cover it (20×20 maps: 110 grid columns
-/// in two strips of 48 and one of 16, not three of 48).
+/// tiles, the last of a block in up to two `Narrow` ones when those cover it (20×20 maps: 110 grid
+/// columns in two strips of 48 and one of 16, not three of 48; 40×40 on 2 threads: blocks of 210
+/// in four of 48 and two of 16).
 private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
     let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
@@ -101,7 +102,7 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             grid.fill(planes, from: x.pointer, outputRows: first, Winograd.patches)
             let end = tileRows * grid.width
             var column = 0
-            while end - column > Narrow.width {
+            while end - column > 2 * Narrow.width {
                 strip(R.self, column: column, block: (first, tileRows), thread: t)
                 column += R.width
             }
