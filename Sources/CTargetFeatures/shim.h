@@ -20,8 +20,9 @@ static inline void prefetchForWrite(void *p) { __builtin_prefetch(p, 1, 3); }
 // 16 floats: one AVX-512 register, imported into Swift as SIMD16<Float>.
 typedef float Float16Lanes __attribute__((ext_vector_type(16)));
 
-// [0, v₀, v₁, …, v₁₄]: the lanes one up, a zero in the first (one `vpermt2ps` or `valignd` on
-// AVX-512). Swift's SIMD types have no constant shuffle: their index subscript is a call.
+// [0, v₀, v₁, …, v₁₄]: the lanes one up, a zero in the first (one instruction on AVX-512, a
+// masked `vexpandps` here). Swift's SIMD types have no constant shuffle: their index subscript
+// is a call.
 static inline Float16Lanes lanesShiftedUp(Float16Lanes v) {
     Float16Lanes zero = 0;
     return __builtin_shufflevector(zero, v, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30);

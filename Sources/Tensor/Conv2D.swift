@@ -76,7 +76,8 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
 /// Each thread takes blocks of output rows and lays out only their planes (in cache when the
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
-/// 1×1 stride-1 unpadded convolutions read the input as it lies.
+/// 1×1 stride-1 unpadded convolutions read the input as it lies; stride-2 3×3 padding-1 ones of
+/// 64 or more output channels a group pack their B panels straight from it (`Stride2Panels`).
 ///
 /// `tiles`: the GEMM's register tiles (tests run both geometries on every build).
 package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DParameters, activation: Activation = .none,

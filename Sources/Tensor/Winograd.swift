@@ -116,29 +116,29 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     /// The tiles `column ..< column + S.width` of the block whose first tile row is `block.first`.
     @inline(__always)
     private func strip<S: TileRow>(_: S.Type, column: Int, block: (first: Int, rows: Int), thread t: Int) {
-        // The strip outputs follow the panels as laid out for R, which hold those of S.
-        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * self.depth * R.width
+        // The strip outputs follow the panels as laid out for R (`depth` steps), which hold those of S.
+        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
         let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
-        // Reduction steps a pass: the panels hold the same floats whatever the strip's width.
-        let depth = min(cin, winogradPanelFloats / S.width)
-        for step in stride(from: 0, to: cin, by: depth) {
-            let steps = step..<min(cin, step + depth)
+        // Reduction steps a pass of S: the panels hold the same floats whatever the strip's width.
+        let stepsPerPass = min(cin, winogradPanelFloats / S.width)
+        for step in stride(from: 0, to: cin, by: stepsPerPass) {
+            let steps = step..<min(cin, step + stepsPerPass)
             // In vectors of the target's width where the tile's is a multiple of it (16
             // lanes against 8 on Zen 5: 0.75–0.99 of the time per convolution).
             for c in steps {
                 if TARGET_VECTOR_BITS >= 512 && S.width % 16 == 0 {
                     transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
-                                   point: depth * S.width, columns: column..<(column + S.width))
+                                   point: stepsPerPass * S.width, columns: column..<(column + S.width))
                 } else {
                     transformInput(Vec8.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
-                                   point: depth * S.width, columns: column..<(column + S.width))
+                                   point: stepsPerPass * S.width, columns: column..<(column + S.width))
                 }
             }
             for point in 0..<16 {
                 let a = weight.pointer + point * pack
                 for row in stride(from: 0, to: cout, by: S.rows) {
                     tile(S.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
-                         b: panels + point * depth * S.width, rows: row..<min(cout, row + S.rows),
+                         b: panels + point * stepsPerPass * S.width, rows: row..<min(cout, row + S.rows),
                          c: m + point * cout * S.width, ldc: S.width, column: 0, plain, staging: nil)
                 }
             }
