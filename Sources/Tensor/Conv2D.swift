@@ -76,8 +76,8 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
 /// Each thread takes blocks of output rows and lays out only their planes (in cache when the
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
-/// 1×1 stride-1 unpadded convolutions read the input as it lies; stride-2 3×3 padding-1 ones of
-/// 64 or more output channels a group pack their B panels straight from it (`Stride2Panels`).
+/// 1×1 stride-1 unpadded convolutions read the input as it lies. Stride-2 3×3 padding-1 ones of
+/// one group and 64 or more output channels run on pairs of output rows (`stride2PairsConv2d`).
 ///
 /// `tiles`: the GEMM's register tiles (tests run both geometries on every build).
 package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DParameters, activation: Activation = .none,
@@ -106,6 +106,11 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
                                   bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
                                   threads: threads, scratch: scratch, tiles: tiles)
         }
+        if weight.isPairs {
+            return stride2PairsConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout, ya.pointer,
+                                      bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
+                                      threads: threads, scratch: scratch, tiles: tiles)
+        }
         if weight.isDepthwise && p.strideH == 1 && p.strideW == 1 {
             let pitch = DepthwiseRows.pitch(wo: wo, kernelW: p.kernelW), parts = Parallel.ranges(cin, parts: 4 * threads)
             let workers = min(threads, parts.count), perThread = (p.kernelH + 1) * pitch
@@ -116,20 +121,15 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         }
         let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
             && !weight.isDepthwise
-        // Stride-2 3×3 convolutions of 64 or more output channels pack B straight from x: the
-        // copy is shared by 8 or more row tiles (with 32, 4 tiles, the phase planes were faster:
-        // yolo26n's model.1 1.18 ms against 1.25, Zen 5, alternating binaries).
-        let packed = Stride2Panels.fits(p) && !weight.isDepthwise && coutG >= 64
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
         // Parts for threads to claim as they come free: a block of rows each (a fixed half of
         // the blocks each waited for a core the system had stalled), or a range of columns a
         // thread for 1×1 (four a thread, each streaming all the weights, measured no better).
         let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48)
-            : packed ? Parallel.ranges(plane, parts: 4 * threads, align: 48)
             : Parallel.ranges(phases.blockCount, parts: phases.blockCount)
         let workers = min(threads, parts.count), taps = p.kernelH * p.kernelW
         // Each thread's GEMM temporaries and planes, then B's row offsets.
-        let perThread = gemmScratch(m: coutG) + (direct || packed ? 0 : phases.count)
+        let perThread = gemmScratch(m: coutG) + (direct ? 0 : phases.count)
         // B in place for ≤ 32 output channels (Zen 3, same process, alternating: 0.58–0.9 of the
         // time with the panel copy on 3×3 convolutions of 16 or fewer input channels and 1×1
         // ones on 80×80 maps), and for any number where L1 holds 48 KB (Zen 5: 0.93–1.0 per
@@ -139,28 +139,28 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }
-        } else if !packed {
+        } else {
             phases.rowOffsets(channels: cinG, p, into: rows)
         }
         Parallel.forEach(parts.count, threads: workers, ConvParts(
             x: xa, y: ya, residual: ra, weight: wa, bias: ba, rows: Address(rows), scratch: Address(buffers),
-            perThread: perThread, parts: parts, direct: direct, packed: packed, inPlace: inPlace,
+            perThread: perThread, parts: parts, direct: direct, inPlace: inPlace,
             depthwise: weight.isDepthwise, phases: phases, p: p, activation: activation, tiles: tiles, cin: cin, h: h, w: w,
             ho: ho, wo: wo, k: k, coutG: coutG, panels: panels))
     }
     }
 }
 
-/// `conv2d`'s GEMM and depthwise paths: a part is a range of output columns (direct, packed) or of
-/// row blocks (the phase planes), run with its thread's scratch.
+/// `conv2d`'s GEMM and depthwise paths: a part is a range of output columns (direct) or of row
+/// blocks (the phase planes), run with its thread's scratch.
 private struct ConvParts: ParallelWork {
     let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
     /// B's row offsets, and the scratch (`perThread` floats a thread: GEMM temporaries, then planes).
     let rows: Address<Int>, scratch: Address<Float>
     let perThread: Int
     let parts: Partition
-    /// 1×1: B is x as it lies; packed: B's panels come from x through `Stride2Panels`.
-    let direct: Bool, packed: Bool, inPlace: Bool, depthwise: Bool
+    /// 1×1: B is x as it lies.
+    let direct: Bool, inPlace: Bool, depthwise: Bool
     let phases: PhasePlanes
     let p: Conv2DParameters
     let activation: Activation
@@ -172,12 +172,7 @@ private struct ConvParts: ParallelWork {
         if direct {
             // The input is B as it lies.
             return gemm(columns: cols.count, runs: nil, from: cols.lowerBound, thread: t) { g in
-                RowViews(b: x.pointer + cols.lowerBound + g * (cin / p.groups) * plane, rows: rows.pointer, inPlace: inPlace)
-            }
-        }
-        if packed {
-            return gemm(columns: cols.count, runs: nil, from: cols.lowerBound, thread: t) { g in
-                Stride2Panels(x: x.pointer + g * (cin / p.groups) * h * w, h: h, w: w, wo: wo, first: cols.lowerBound)
+                UnsafePointer(x.pointer + (cols.lowerBound + g * (cin / p.groups) * plane))
             }
         }
         let planes = scratch.pointer + t * perThread + gemmScratch(m: coutG)
@@ -191,117 +186,24 @@ private struct ConvParts: ParallelWork {
                                          residual: residual.map { UnsafePointer($0.pointer) }))
             } else {
                 gemm(columns: count * wo, runs: (wo, phases.width), from: first * wo, thread: t) { g in
-                    RowViews(b: planes + g * (cin / p.groups) * phases.channelStride, rows: rows.pointer, inPlace: inPlace)
+                    UnsafePointer(planes + g * (cin / p.groups) * phases.channelStride)
                 }
             }
         }
     }
 
     /// GEMMs of every group g over output columns `o ..< o + columns` (the residual's too),
-    /// reading B from `source(g)` in `runs`.
+    /// reading B's rows at `rows` from `b(g)` in `runs`.
     @inline(__always)
-    private func gemm<Source: PanelSource>(columns: Int, runs: (length: Int, stride: Int)?, from o: Int, thread t: Int,
-                                           _ source: (Int) -> Source) {
+    private func gemm(columns: Int, runs: (length: Int, stride: Int)?, from o: Int, thread t: Int,
+                      _ b: (Int) -> UnsafePointer<Float>) {
         let plane = ho * wo
         for g in 0..<p.groups {
-            packedGEMM(weight.pointer + g * panels, m: coutG, k: k, source(g), n: columns, runs: runs,
+            packedGEMM(weight.pointer + g * panels, m: coutG, k: k, b: b(g), rows: rows.pointer, n: columns, runs: runs,
                        c: y.pointer + o + g * coutG * plane, ldc: plane,
                        Epilogue(bias: bias.pointer + g * coutG, activation: activation,
                                 residual: residual.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),
-                       scratch: scratch.pointer + t * perThread, tiles: tiles)
-        }
-    }
-}
-
-/// B of a 3×3 stride-2 padding-1 convolution's GEMM, packed straight from x [C, H, W] strip by
-/// strip: row (c, ky, kx) at column q, output pixel (oy, ox) = (first + q) divmod Wo, is
-/// x[c, 2oy − 1 + ky, 2ox − 1 + kx], 0 outside x. A kernel row's three taps come from one pass
-/// over the input row: the 32 floats from x[2ox] hold kx = 1 in their even lanes and kx = 2 in
-/// their odd ones, those from x[2ox − 1] kx = 0 in their even ones.
-struct Stride2Panels: PanelSource {
-    let x: UnsafePointer<Float>
-    let h: Int, w: Int, wo: Int
-    /// The output pixel (row-major) of B's column 0.
-    let first: Int
-
-    /// Whether a convolution of geometry `p` (not depthwise) takes its B from here.
-    static func fits(_ p: Conv2DParameters) -> Bool {
-        p == Conv2DParameters(kernel: 3, stride: 2, padding: 1, groups: p.groups)
-    }
-
-    /// Whole kernel rows.
-    func passDepth(_ steps: Int) -> Int { max(3, steps / 3 * 3) }
-
-    func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)? { nil }
-
-    @inline(__always)
-    func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>) {
-        // A run of the strip's columns in one output row at a time, its position divided out once
-        // (a division a kernel row and run was a tenth of the packing's time).
-        var q = 0
-        while q < count {
-            let (oy, ox) = (first + j + q).quotientAndRemainder(dividingBy: wo)
-            let length = min(wo - ox, count - q)
-            for t in stride(from: steps.lowerBound, to: steps.upperBound, by: 3) {
-                let (c, ky) = (t / 9, t / 3 % 3), iy = 2 * oy - 1 + ky
-                let d0 = panel + (t - steps.lowerBound) * R.width + q, d1 = d0 + R.width, d2 = d1 + R.width
-                if iy >= 0 && iy < h {
-                    row(x + (c * h + iy) * w, from: ox, length, d0, d1, d2)
-                } else {
-                    d0.initialize(repeating: 0, count: length)
-                    d1.initialize(repeating: 0, count: length)
-                    d2.initialize(repeating: 0, count: length)
-                }
-            }
-            q += length
-        }
-        // The input two strips on, into L2 while this strip computes: a strip reads 3 rows a
-        // channel, too many streams for the hardware prefetcher.
-        let (aheadY, aheadX) = (first + j + 2 * R.width).quotientAndRemainder(dividingBy: wo)
-        for t in stride(from: steps.lowerBound, to: steps.upperBound, by: 3) {
-            let (c, ky) = (t / 9, t / 3 % 3)
-            let ahead = x + (c * h + 2 * aheadY - 1 + ky) * w + 2 * aheadX - 1
-            for o in stride(from: 0, to: 2 * R.width, by: 16) { prefetchL2(ahead + o) }
-            guard count < R.width else { continue }
-            let d0 = panel + (t - steps.lowerBound) * R.width
-            (d0 + count).initialize(repeating: 0, count: R.width - count)
-            (d0 + R.width + count).initialize(repeating: 0, count: R.width - count)
-            (d0 + 2 * R.width + count).initialize(repeating: 0, count: R.width - count)
-        }
-    }
-
-    /// Output columns ox0 ..< ox0 + length of the taps kx = 0, 1, 2 (into d0, d1, d2) from input
-    /// row `src`: 16 at a time, the last 16 again over some already written, and one by one where
-    /// 16 would read outside the row.
-    @inline(__always)
-    private func row(_ src: UnsafePointer<Float>, from ox0: Int, _ length: Int, _ d0: UnsafeMutablePointer<Float>,
-                     _ d1: UnsafeMutablePointer<Float>, _ d2: UnsafeMutablePointer<Float>) {
-        @inline(__always) func pairs(_ s: UnsafePointer<Float>) -> SIMD32<Float> {
-            SIMD32(lowHalf: s.vec16(0), highHalf: s.vec16(16))
-        }
-        /// Columns i ..< i + 16: they read src[2ox − 1 ..< 2ox + 32], src[0 ..< 32] at ox = 0.
-        @inline(__always) func vector(_ i: Int) {
-            let ox = ox0 + i, s = src + 2 * ox, taps12 = pairs(s)
-            d0.store(ox == 0 ? lanesShiftedUp(taps12.oddHalf) : pairs(s - 1).evenHalf, at: i)
-            d1.store(taps12.evenHalf, at: i)
-            d2.store(taps12.oddHalf, at: i)
-        }
-        // The last output column a vector may start at.
-        let limit = w >= 32 ? (w - 32) / 2 : -1
-        var i = 0
-        while i + 16 <= length && ox0 + i <= limit {
-            vector(i)
-            i += 16
-        }
-        if i < length && length >= 16 && ox0 + length - 16 <= limit {
-            vector(length - 16)
-            i = length
-        }
-        for i in i..<length {
-            let ix = 2 * (ox0 + i)
-            d0[i] = ix > 0 ? src[ix - 1] : 0
-            d1[i] = src[ix]
-            d2[i] = ix + 1 < w ? src[ix + 1] : 0
+                       scratch: scratch.pointer + t * perThread, inPlace: inPlace, tiles: tiles)
         }
     }
 }

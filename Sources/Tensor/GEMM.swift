@@ -19,12 +19,17 @@ public struct ConvWeights: Sendable {
         self.groups = groups
         isDepthwise = shape[1] == 1 && groups == shape[0]
         isWinograd = ConvWeights.winograd(shape, p)
+        isPairs = Stride2Pairs.fits(shape, p) && !isDepthwise
         if isDepthwise {
             values = weight.scalars
             return
         }
         if isWinograd {
             values = Winograd.panels(weight)
+            return
+        }
+        if isPairs {
+            values = Stride2Pairs.panels(weight)
             return
         }
         let coutG = shape[0] / groups, k = shape[1] * shape[2] * shape[3], tiles = (coutG + 7) / 8
@@ -44,6 +49,8 @@ public struct ConvWeights: Sendable {
     let isDepthwise: Bool
     /// Transformed for `winogradConv2d`.
     let isWinograd: Bool
+    /// Laid out for `stride2PairsConv2d`.
+    package let isPairs: Bool
 
     /// Whether weights of `shape` for `p` take the Winograd layout: 3×3, stride 1, padding 1, one
     /// group, at least 32 input channels. Its transforms cost the same per tile whatever the
@@ -166,16 +173,7 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
                         tiles: TileGeometry = .target) {
-    packedGEMM(a, m: m, k: k, RowViews(b: b, rows: rows, inPlace: inPlace), n: n, runs: runs, c: c, ldc: ldc, epilogue,
-               scratch: scratch, tiles: tiles)
-}
-
-/// `packedGEMM` with B's panels from `source`.
-func packedGEMM<Source: PanelSource>(_ a: UnsafePointer<Float>, m: Int, k: Int, _ source: Source, n: Int,
-                                     runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
-                                     _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>,
-                                     tiles: TileGeometry = .target) {
-    let runs = runs ?? (n, n)
+    let runs = runs ?? (n, n), source = RowViews(b: b, rows: rows, inPlace: inPlace)
     switch tiles {
     case .avx512:
         packedGEMM(Row48.self, Row16.self, a, m: m, k: k, source, n: n, runs: runs, c: c, ldc: ldc, epilogue,
@@ -186,26 +184,15 @@ func packedGEMM<Source: PanelSource>(_ a: UnsafePointer<Float>, m: Int, k: Int, 
     }
 }
 
-/// Where a GEMM strip's rows of B come from: copied into a panel in L1 that every row tile reads,
-/// or, where the source allows, read where they lie.
-protocol PanelSource {
-    /// The reduction steps of a pass, at most `steps` (the source may pack them in groups).
-    func passDepth(_ steps: Int) -> Int
-    /// B's rows `steps`, columns `j ..< j + count` (count ≤ R.width), into the panel's rows of
-    /// R.width floats, zeros past `count`.
-    func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>)
-    /// Where row i of B starts at column j is `base + rows[i]`, if the tiles may read B there.
-    func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)?
-}
-
-/// B [K, ·] as rows where they lie: row i starts at `b + rows[i]`.
-struct RowViews: PanelSource {
+/// B [K, ·] as rows where they lie: row i starts at `b + rows[i]`. A GEMM strip copies them into
+/// a panel in L1 that every row tile reads, or, with `inPlace`, its tiles read them there.
+struct RowViews {
     let b: UnsafePointer<Float>, rows: UnsafePointer<Int>
     /// Whether the tiles read the rows where they lie (`packedGEMM`'s `inPlace`).
     let inPlace: Bool
 
-    func passDepth(_ steps: Int) -> Int { steps }
-
+    /// B's rows `steps`, columns `j ..< j + count` (count ≤ R.width), into the panel's rows of
+    /// R.width floats, zeros past `count`.
     @inline(__always)
     func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>) {
         for i in steps {
@@ -223,6 +210,7 @@ struct RowViews: PanelSource {
         }
     }
 
+    /// Where row i of B starts at column j is `base + rows[i]`, if the tiles may read B there.
     @inline(__always)
     func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)? {
         inPlace ? (b + j, rows) : nil
@@ -253,14 +241,14 @@ package let gemmReadSlack = 48
 /// `Narrow` over the rest padded with zeros; with runs shorter than their stride, `Wide` over B's
 /// columns as they lie (one piece a strip), each strip's rows of C scattered to their runs.
 @inline(__always)
-func packedGEMM<Wide: TileRow, Narrow: TileRow, Source: PanelSource>(
-    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, _ source: Source, n: Int,
+func packedGEMM<Wide: TileRow, Narrow: TileRow>(
+    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, _ source: RowViews, n: Int,
     runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue,
     scratch: UnsafeMutablePointer<Float>
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
-    let depth = source.passDepth(max(1, panelFloats / Wide.width))
+    let depth = max(1, panelFloats / Wide.width)
     let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
     /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count` (count ≤ R.width;
     /// zeros past them).
@@ -356,7 +344,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow, Source: PanelSource>(
 /// y[i] = x[i] (+ residual[i]) for i < count: whole vectors, then the vector ending at count
 /// (its first lanes written again, the same values), or one by one when count < 16.
 @inline(__always)
-private func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
+func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
                   adding residual: UnsafePointer<Float>?) {
     @inline(__always) func put(_ i: Int) { y.store(x.vec16(i) + (residual?.vec16(i) ?? Vec16()), at: i) }
     guard count >= 16 else {
