@@ -67,7 +67,8 @@ private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Ty
     let grid = PhasePlanes(channels: cin, h: h, w: w, ho: tilesY, threads: threads, Winograd.patches)
     // The last strip of a block reads up to a strip of junk tiles past the planes.
     let planesCount = grid.count + R.width
-    let perThread = planesCount + 16 * (depth + cout) * R.width
+    // The strip outputs' last 8 tiles are read past their end (`transformOutputs`).
+    let perThread = planesCount + 16 * (depth + cout) * R.width + 8
     // A block a part, for threads to claim as they come free.
     let parts = Parallel.ranges(grid.blockCount, parts: grid.blockCount), workers = min(threads, parts.count)
     // Each thread's planes, panels and strip outputs, then a zero bias; the patch taps.
@@ -147,31 +148,61 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                          grid: (width: grid.width, columns: (w + 1) / 2, rows: block.rows), row: 2 * block.first)
     }
 
-    /// The strip of `width` tiles from `tiles` back into the output, every channel: one loop per
-    /// activation in a function of its own, so SiLU is inlined in it (in `run`, it stayed a call
-    /// per vector: 17 % of a 32→32 convolution's time at 40×40).
-    @inline(never)
+    /// The strip of `width` tiles from `tiles` back into the output, every channel, in a function
+    /// per activation, so that it is inlined there: with closures, SiLU stayed a call per vector
+    /// (in `run`, 17 % of a 32→32 convolution's time at 40×40) or the whole activation did.
     private func transformOutputs(_ m: UnsafePointer<Float>, width: Int, tiles: Int,
                                   grid: (width: Int, columns: Int, rows: Int), row: Int) {
-        let epilogue = Epilogue(bias: bias.pointer, activation: activation, residual: residual.map { UnsafePointer($0.pointer) })
-        @inline(__always) func each(_ f: (Vec8) -> Vec8) {
-            for q in stride(from: 0, to: width, by: 8) {
-                // The group's first tile in the grid, divided out once for every channel (a
-                // division by a number known only at run time).
-                let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
-                guard r < grid.rows else { return }
-                for o in 0..<cout {
-                    transformOutput(m + o * width + q, point: cout * width, tile: (r, tx), grid: grid,
-                                    into: y.pointer, row: row, h: h, w: w, channel: o, epilogue, f)
-                }
-            }
-        }
         switch activation {
-        case .none: each { $0 }
-        case .silu: each { silu($0) }
-        case .sigmoid: each { sigmoid($0) }
+        case .none: transformOutputs(Identity.self, m, width: width, tiles: tiles, grid: grid, row: row)
+        case .silu: transformOutputs(SiLU.self, m, width: width, tiles: tiles, grid: grid, row: row)
+        case .sigmoid: transformOutputs(Sigmoid.self, m, width: width, tiles: tiles, grid: grid, row: row)
         }
     }
+
+    @inline(never)
+    private func transformOutputs<F: ActivationFunction>(_: F.Type, _ m: UnsafePointer<Float>, width: Int, tiles: Int,
+                                                         grid: (width: Int, columns: Int, rows: Int), row: Int) {
+        let residual = residual.map { UnsafePointer($0.pointer) }
+        var q = 0
+        while q < width {
+            // The strip's tiles from q in one grid row, divided out once for every channel (a
+            // division by a number known only at run time), in groups of 8, the last one ending
+            // at the row's last tile over some already done: groups across grid rows went tile by
+            // tile (a fifth of them on 80×80 maps, grids 41 tiles wide).
+            let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
+            guard r < grid.rows else { return }
+            let run = min(grid.width - tx, width - q), count = max(0, min(grid.columns - tx, run))
+            var k = 0
+            while k < count {
+                let first = count >= 8 ? min(k, count - 8) : k
+                for o in 0..<cout {
+                    transformOutput(F.self, m + o * width + q + first, point: cout * width, tile: (r, tx + first),
+                                    count: min(8, count - first), grid: grid, into: y.pointer, row: row, h: h, w: w,
+                                    channel: o, bias: bias.pointer[o], residual: residual)
+                }
+                k = first + 8
+            }
+            q += run
+        }
+    }
+}
+
+/// An activation as a type, for functions specialized per activation.
+protocol ActivationFunction {
+    static func apply<V: FloatVector>(_ v: V) -> V
+}
+
+enum Identity: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { v }
+}
+
+enum SiLU: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { silu(v) }
+}
+
+enum Sigmoid: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { sigmoid(v) }
 }
 
 /// Floats of one point's B panel per pass: 16 of them are 96 KB, 64 reduction steps of 24-column
@@ -208,16 +239,17 @@ private func transformInput<V: FloatVector>(_: V.Type, _ planes: UnsafePointer<F
     }
 }
 
-/// Output rows of channel `channel` from the 8 tiles from grid row `tile.row`, column
-/// `tile.column` (row-major, only those inside the grid's columns and rows) of a block whose
-/// first tile row is output row `row`: M's 16 points at `m + ξ · point` transformed back
-/// (Aᵀ = [1 1 1 0; 0 1 −1 −1]), then the epilogue (its activation as `activate`).
+/// Output rows of channel `channel` from the `count` ≤ 8 tiles from grid row `tile.row`, column
+/// `tile.column` (all in that row and inside its columns) of a block whose first tile row is
+/// output row `row`: M's 16 points at `m + ξ · point` (8 tiles' worth read) transformed back
+/// (Aᵀ = [1 1 1 0; 0 1 −1 −1]), + bias, the activation F, + residual.
 @inline(__always)
-private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tile: (row: Int, column: Int),
-                             grid: (width: Int, columns: Int, rows: Int), into y: UnsafeMutablePointer<Float>, row: Int,
-                             h: Int, w: Int, channel: Int, _ epilogue: Epilogue, _ activate: (Vec8) -> Vec8) {
+private func transformOutput<F: ActivationFunction>(_: F.Type, _ m: UnsafePointer<Float>, point: Int,
+                                                    tile: (row: Int, column: Int), count: Int,
+                                                    grid: (width: Int, columns: Int, rows: Int),
+                                                    into y: UnsafeMutablePointer<Float>, row: Int, h: Int, w: Int,
+                                                    channel: Int, bias: Float, residual: UnsafePointer<Float>?) {
     let (r, tx) = tile
-    let bias = epilogue.bias[channel]
     @inline(__always) func p(_ i: Int, _ j: Int) -> Vec8 { m.vector((4 * i + j) * point) }
     // Aᵀ over M's rows: rows 0 and 1 of Aᵀ M, column j.
     @inline(__always) func column(_ j: Int) -> (Vec8, Vec8) {
@@ -227,27 +259,24 @@ private func transformOutput(_ m: UnsafePointer<Float>, point: Int, tile: (row: 
     let (c0, c1, c2, c3) = (column(0), column(1), column(2), column(3))
     for i in 0..<2 {
         let (s0, s1, s2, s3) = i == 0 ? (c0.0, c1.0, c2.0, c3.0) : (c0.1, c1.1, c2.1, c3.1)
-        let left = activate(s0 + s1 + s2 + bias), right = activate(s1 - s2 - s3 + bias)
-        if tx + 8 <= grid.columns && 2 * tx + 16 <= w && row + 2 * r + i < h {
-            let offset = (channel * h + row + 2 * r + i) * w + 2 * tx
+        let left = F.apply(s0 + s1 + s2 + bias), right = F.apply(s1 - s2 - s3 + bias)
+        let oy = row + 2 * r + i
+        guard oy < h else { return }
+        if count == 8 && 2 * tx + 16 <= w {
+            let offset = (channel * h + oy) * w + 2 * tx
             // Interleaved by one permute (as zero-extended 64-bit lanes, the conversion stayed a
             // call a vector).
             var values = Vec16()
             (values.evenHalf, values.oddHalf) = (left, right)
-            if let residual = epilogue.residual { values += residual.vec16(offset) }
+            if let residual { values += residual.vec16(offset) }
             y.store(values, at: offset)
             continue
         }
-        // A group of tiles crossing a grid row or the output's edge: tile by tile.
-        var (rk, xk) = (r, tx)
-        for k in 0..<8 {
-            if k > 0 { xk += 1 }
-            if xk == grid.width { (rk, xk) = (rk + 1, 0) }
-            let oy = row + 2 * rk + i
-            guard rk < grid.rows && xk < grid.columns && oy < h else { continue }
-            let at = (channel * h + oy) * w + 2 * xk
-            y[at] = left[k] + (epilogue.residual?[at] ?? 0)
-            if 2 * xk + 1 < w { y[at + 1] = right[k] + (epilogue.residual?[at + 1] ?? 0) }
+        // Fewer tiles, or the output's right edge: tile by tile.
+        for k in 0..<count {
+            let xk = tx + k, at = (channel * h + oy) * w + 2 * xk
+            y[at] = left[k] + (residual?[at] ?? 0)
+            if 2 * xk + 1 < w { y[at + 1] = right[k] + (residual?[at + 1] ?? 0) }
         }
     }
 }
