@@ -8,7 +8,7 @@ import Synchronization
 /// are never oversubscribed by OpenBLAS threads spinning after a GEMM. `BLAS.threads` reads
 /// and writes `Parallel.width`.
 public enum Parallel {
-    /// 0 until set: then OpenBLAS's own default (all cores, or `OPENBLAS_NUM_THREADS`).
+    /// 0 until set: then `BLAS.defaultThreads` (all cores, or `OPENBLAS_NUM_THREADS`).
     private static let storage = Atomic<Int>(0)
 
     /// Threads a kernel may use (≥ 1).

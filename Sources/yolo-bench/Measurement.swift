@@ -63,11 +63,11 @@ func layerMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup
     return (samples, shapes)
 }
 
-/// OpenBLAS's sgemm throughput on a 1024³ product: the ceiling the per-layer GFLOP/s are
-/// compared with. Measured by `yolo-bench sgemm` in a child process: OpenBLAS keeps its
-/// packing buffers for the life of a process (4.5 MB here), and the peak RSS reported is the
-/// model's.
-func sgemmPeakGFLOPs(threads: Int) throws -> Double {
+/// OpenBLAS's sgemm throughput on a 1024³ product, the ceiling the per-layer GFLOP/s are
+/// compared with, and the kernels it runs. Measured by `yolo-bench sgemm` in a child process: a
+/// detection model never loads OpenBLAS, which keeps its packing buffers for the life of a
+/// process (4.5 MB here), and the peak RSS reported is the model's.
+func sgemmPeak(threads: Int) throws -> (gflops: Double, core: String) {
     let process = Process(), output = Pipe()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
     process.arguments = ["sgemm", "--sizes", "1024x1024x1024", "--threads", "\(threads)", "--iters", "10"]
@@ -76,9 +76,12 @@ func sgemmPeakGFLOPs(threads: Int) throws -> Double {
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     // | M | N | K | threads | OpenBLAS ms | GFLOP/s | yolo-swift ms | GFLOP/s |
-    guard process.terminationStatus == 0, let row = text.split(separator: "\n").last(where: { $0.hasPrefix("| 1024 |") }),
-          let gflops = Double(row.split(separator: "|")[5].trimmingCharacters(in: .whitespaces)) else {
+    let lines = text.split(separator: "\n"), corePrefix = "OpenBLAS core: "
+    guard process.terminationStatus == 0, let row = lines.last(where: { $0.hasPrefix("| 1024 |") }),
+          let gflops = Double(row.split(separator: "|")[5].trimmingCharacters(in: .whitespaces)),
+          let core = lines.first(where: { $0.hasPrefix(corePrefix) })?.dropFirst(corePrefix.count).prefix(while: { $0 != "," })
+    else {
         throw BenchError("the sgemm peak measurement (yolo-bench sgemm in a child process) failed: \(text)")
     }
-    return gflops
+    return (gflops, String(core))
 }

@@ -46,7 +46,6 @@ struct ModelBench: ParsableCommand {
     }
 
     func run() throws {
-        try BLAS.load()
         let threadCounts = try parseThreads(threads)
         let bench = try BenchModel(model)
         let network = bench.network
@@ -57,10 +56,11 @@ struct ModelBench: ParsableCommand {
         try network.validate(input: x)
         let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
+        let peaks = try threadCounts.map { ($0, try sgemmPeak(threads: $0)) }
         let setup = BenchSetup(
             model: bench.name, weights: bench.file ?? "random", parameters: network.parameterCount,
             gflop: flops.reduce(0, +) / 1e9, imgsz: imgsz, iters: iters, warmup: warmup, repetitions: repetitions,
-            sgemmPeaks: try threadCounts.map { ($0, try sgemmPeakGFLOPs(threads: $0)) })
+            sgemmPeaks: peaks.map { ($0.0, $0.1.gflops) }, blasCore: peaks.first?.1.core ?? "unknown")
         var report = Report(format: output, setup: setup)
         report.begin()
         let ws = Workspace()

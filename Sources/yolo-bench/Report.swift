@@ -19,6 +19,8 @@ struct BenchSetup {
     let repetitions: Int
     /// 1024³ sgemm GFLOP/s per thread count, in run order.
     let sgemmPeaks: [(threads: Int, gflops: Double)]
+    /// OpenBLAS's kernels (measured in a child process, so this one does not load OpenBLAS).
+    let blasCore: String
 
     var warnings: [String] {
         var warnings = [String]()
@@ -68,7 +70,7 @@ struct RunRecord: Encodable {
         (self.layers, self.pipeline) = (layers, pipeline)
         peakRssMb = Double(peakRSSKilobytes()) / 1024
         (build, buildType) = (buildCommit, buildKind)
-        (cpu, simd, blasCore) = (CPU.modelName, CPU.simdLevel, BLAS.coreName)
+        (cpu, simd, blasCore) = (CPU.modelName, CPU.simdLevel, setup.blasCore)
         timestamp = ISO8601DateFormatter().string(from: Date())
     }
 }
@@ -107,7 +109,7 @@ struct Report {
             emit((s.warnings.map { "**\($0)**\n" } + [
                 "model: \(s.model) (\(s.weights)), \(fixed(Double(s.parameters) / 1e6, 2)) M parameters (BatchNorm folded), "
                     + "\(fixed(s.gflop, 2)) GFLOP per \(s.imgsz)×\(s.imgsz) image (convolutions and attention products)",
-                "CPU: \(CPU.modelName) (\(CPU.simdLevel)), OpenBLAS core \(BLAS.coreName); sgemm 1024³ peak "
+                "CPU: \(CPU.modelName) (\(CPU.simdLevel)), OpenBLAS core \(s.blasCore); sgemm 1024³ peak "
                     + peaks.joined(separator: ", "),
                 "",
                 "| model | params | GFLOP | imgsz | threads | median ms | mean ± sd ms | p10 ms | p90 ms | img/s | GFLOP/s |",
