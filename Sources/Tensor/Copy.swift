@@ -15,3 +15,24 @@ private struct CopyRanges: ParallelWork {
         (dst.pointer + parts[t].lowerBound).initialize(from: src.pointer + parts[t].lowerBound, count: parts[t].count)
     }
 }
+
+/// Row r of `rows` (`count` floats) from src + r · srcStride to dst + r · dstStride, split over the
+/// threads by rows when it is large (a head's [C, H·W] map into its [C, anchors] rows: serial, it
+/// left one of two threads idle).
+package func copyRows(_ src: UnsafePointer<Float>, stride srcStride: Int, into dst: UnsafeMutablePointer<Float>,
+                      stride dstStride: Int, rows: Int, count: Int) {
+    let parts = Parallel.ranges(rows, parts: rows * count >= 1 << 15 ? Parallel.width : 1)
+    Parallel.forEach(parts.count, CopyRows(src: Address(src), dst: Address(dst), srcStride: srcStride,
+                                           dstStride: dstStride, count: count, parts: parts))
+}
+
+/// `copyRows`'s part: a range of the rows.
+private struct CopyRows: ParallelWork {
+    let src: Address<Float>, dst: Address<Float>
+    let srcStride: Int, dstStride: Int, count: Int
+    let parts: Partition
+
+    func run(part t: Int, thread _: Int) {
+        for r in parts[t] { (dst.pointer + r * dstStride).update(from: src.pointer + r * srcStride, count: count) }
+    }
+}

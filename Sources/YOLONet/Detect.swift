@@ -225,7 +225,7 @@ struct Detect: Sendable {
             ws.release(y)
             y = next
         }
-        for c in 0..<y.channels { (out + c * columns + column).update(from: y.base + c * y.plane, count: y.plane) }
+        copyRows(y.base, stride: y.plane, into: out + column, stride: columns, rows: y.channels, count: y.plane)
         ws.release(y)
     }
 
