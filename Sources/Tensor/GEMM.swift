@@ -2,7 +2,8 @@ import CTargetFeatures
 
 /// Convolution weights [Cout, Cin / groups, kH, kW], laid out once (at load) for the kernel that
 /// runs their geometry: depthwise weights as they are; 3×3 stride-1 padding-1 single-group ones
-/// transformed for Winograd's F(2×2, 3×3) (`Winograd.panels`); the others as GEMM panels of 8
+/// transformed for Winograd's F(2×2, 3×3) (`Winograd.panels`), stride-2 ones of 64 or more output
+/// channels for pairs of output rows (`Stride2Pairs.panels`); the others as GEMM panels of 8
 /// output channels, [groups][⌈Cout/g / 8⌉][K = Cin/g · kH · kW][8], zero-padded past the last
 /// channel, so the micro-kernel reads the 8 weights of one reduction step from one cache line.
 public struct ConvWeights: Sendable {
