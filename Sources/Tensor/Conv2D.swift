@@ -145,8 +145,8 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         Parallel.forEach(parts.count, threads: workers, ConvParts(
             x: xa, y: ya, residual: ra, weight: wa, bias: ba, rows: Address(rows), scratch: Address(buffers),
             perThread: perThread, parts: parts, direct: direct, inPlace: inPlace,
-            depthwise: weight.isDepthwise, phases: phases, p: p, activation: activation, tiles: tiles, cin: cin, h: h, w: w,
-            ho: ho, wo: wo, k: k, coutG: coutG, panels: panels))
+            depthwise: weight.isDepthwise, phases: phases, p: p, activation: activation, tiles: tiles, cin: cin, ho: ho,
+            wo: wo, k: k, coutG: coutG, panels: panels))
     }
     }
 }
@@ -165,15 +165,15 @@ private struct ConvParts: ParallelWork {
     let p: Conv2DParameters
     let activation: Activation
     let tiles: TileGeometry
-    let cin: Int, h: Int, w: Int, ho: Int, wo: Int, k: Int, coutG: Int, panels: Int
+    let cin: Int, ho: Int, wo: Int, k: Int, coutG: Int, panels: Int
 
     func run(part: Int, thread t: Int) {
-        let plane = ho * wo, cols = parts[part]
+        let plane = ho * wo
         if direct {
             // The input is B as it lies.
-            return gemm(columns: cols.count, runs: nil, from: cols.lowerBound, thread: t) { g in
-                UnsafePointer(x.pointer + (cols.lowerBound + g * (cin / p.groups) * plane))
-            }
+            let cols = parts[part]
+            return gemm(x.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
+                        from: cols.lowerBound, thread: t)
         }
         let planes = scratch.pointer + t * perThread + gemmScratch(m: coutG)
         for block in parts[part] {
@@ -185,21 +185,20 @@ private struct ConvParts: ParallelWork {
                                 Epilogue(bias: bias.pointer, activation: activation,
                                          residual: residual.map { UnsafePointer($0.pointer) }))
             } else {
-                gemm(columns: count * wo, runs: (wo, phases.width), from: first * wo, thread: t) { g in
-                    UnsafePointer(planes + g * (cin / p.groups) * phases.channelStride)
-                }
+                gemm(planes, channelStride: phases.channelStride, columns: count * wo,
+                     runs: (wo, phases.width), from: first * wo, thread: t)
             }
         }
     }
 
-    /// GEMMs of every group g over output columns `o ..< o + columns` (the residual's too),
-    /// reading B's rows at `rows` from `b(g)` in `runs`.
-    @inline(__always)
-    private func gemm(columns: Int, runs: (length: Int, stride: Int)?, from o: Int, thread t: Int,
-                      _ b: (Int) -> UnsafePointer<Float>) {
-        let plane = ho * wo
+    /// GEMMs of every group over output columns `o ..< o + columns` (the residual's too),
+    /// reading B from `b` in `runs`.
+    private func gemm(_ b: UnsafePointer<Float>, channelStride: Int, columns: Int, runs: (length: Int, stride: Int)?,
+                      from o: Int, thread t: Int) {
+        let plane = ho * wo, cinG = cin / p.groups
         for g in 0..<p.groups {
-            packedGEMM(weight.pointer + g * panels, m: coutG, k: k, b: b(g), rows: rows.pointer, n: columns, runs: runs,
+            packedGEMM(weight.pointer + g * panels, m: coutG, k: k, b: b + g * cinG * channelStride, rows: rows.pointer,
+                       n: columns, runs: runs,
                        c: y.pointer + o + g * coutG * plane, ldc: plane,
                        Epilogue(bias: bias.pointer + g * coutG, activation: activation,
                                 residual: residual.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),

@@ -174,47 +174,14 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
                         tiles: TileGeometry = .target) {
-    let runs = runs ?? (n, n), source = RowViews(b: b, rows: rows, inPlace: inPlace)
+    let runs = runs ?? (n, n)
     switch tiles {
     case .avx512:
-        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, source, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch)
+        packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch, inPlace: inPlace)
     case .avx2:
-        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, source, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch)
-    }
-}
-
-/// B [K, ·] as rows where they lie: row i starts at `b + rows[i]`. A GEMM strip copies them into
-/// a panel in L1 that every row tile reads, or, with `inPlace`, its tiles read them there.
-struct RowViews {
-    let b: UnsafePointer<Float>, rows: UnsafePointer<Int>
-    /// Whether the tiles read the rows where they lie (`packedGEMM`'s `inPlace`).
-    let inPlace: Bool
-
-    /// B's rows `steps`, columns `j ..< j + count` (count ≤ R.width), into the panel's rows of
-    /// R.width floats, zeros past `count`.
-    @inline(__always)
-    func pack<R: TileRow>(_: R.Type, _ steps: Range<Int>, column j: Int, count: Int, into panel: UnsafeMutablePointer<Float>) {
-        for i in steps {
-            let row = panel + (i - steps.lowerBound) * R.width, from = b + rows[i] + j
-            // The row two strips on, into L2 while this strip computes: B's rows are too
-            // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
-            // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
-            for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
-            if count == R.width {
-                R(loading: from).store(at: 0, into: row)
-            } else {
-                row.initialize(repeating: 0, count: R.width)
-                row.update(from: from, count: count)
-            }
-        }
-    }
-
-    /// Where row i of B starts at column j is `base + rows[i]`, if the tiles may read B there.
-    @inline(__always)
-    func rowsInPlace(column j: Int) -> (base: UnsafePointer<Float>, rows: UnsafePointer<Int>)? {
-        inPlace ? (b + j, rows) : nil
+        packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
+                   scratch: scratch, inPlace: inPlace)
     }
 }
 
@@ -243,9 +210,9 @@ package let gemmReadSlack = 48
 /// columns as they lie (one piece a strip), each strip's rows of C scattered to their runs.
 @inline(__always)
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
-    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, _ source: RowViews, n: Int,
-    runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Epilogue,
-    scratch: UnsafeMutablePointer<Float>
+    _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
+    rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
+    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
@@ -255,11 +222,12 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     /// zeros past them).
     func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                            column: Int, _ epilogue: Epilogue) {
-        if count == R.width, let (base, rows) = source.rowsInPlace(column: j) {
+        if inPlace && count == R.width {
+            let source = b + j
             for step in stride(from: 0, to: k, by: depth) {
                 let steps = step..<min(k, step + depth)
                 for first in stride(from: 0, to: m, by: R.rows) {
-                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { base + rows[$0] },
+                    tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
                          rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
                 }
             }
@@ -267,7 +235,19 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
         }
         for step in stride(from: 0, to: k, by: depth) {
             let steps = step..<min(k, step + depth)
-            source.pack(R.self, steps, column: j, count: count, into: pb)
+            for i in steps {
+                let row = pb + (i - step) * R.width, from = b + rows[i] + j
+                // The row two strips on, into L2 while this strip computes: B's rows are too
+                // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
+                // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
+                for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
+                if count == R.width {
+                    R(loading: from).store(at: 0, into: row)
+                } else {
+                    row.initialize(repeating: 0, count: R.width)
+                    row.update(from: from, count: count)
+                }
+            }
             for first in stride(from: 0, to: m, by: R.rows) {
                 tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
                      rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
@@ -346,7 +326,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
 /// (its first lanes written again, the same values), or one by one when count < 16.
 @inline(__always)
 func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
-                  adding residual: UnsafePointer<Float>?) {
+          adding residual: UnsafePointer<Float>?) {
     @inline(__always) func put(_ i: Int) { y.store(x.vec16(i) + (residual?.vec16(i) ?? Vec16()), at: i) }
     guard count >= 16 else {
         for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
