@@ -194,22 +194,22 @@ private struct Stride2PairParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     @inline(__always)
     private func finish<S: TileRow>(_: S.Type, _ shared: UnsafePointer<Float>, _ first: UnsafeMutablePointer<Float>,
                         _ second: UnsafeMutablePointer<Float>, column j: Int, count: Int) {
-        @inline(__always) func sums<V: FloatVector>(_ f: (V) -> V) {
+        @inline(__always) func sums<V: FloatVector, F: ActivationFunction>(_: V.Type, _: F.Type) {
             for o in 0..<cout {
                 let at = o * S.width, b = bias.pointer[o]
                 for i in stride(from: 0, to: S.width, by: V.scalarCount) {
                     let s: V = shared.vector(at + i) + b
-                    first.store(f(first.vector(at + i) + s), at: at + i)
-                    second.store(f(second.vector(at + i) + s), at: at + i)
+                    first.store(F.apply(first.vector(at + i) + s), at: at + i)
+                    second.store(F.apply(second.vector(at + i) + s), at: at + i)
                 }
             }
         }
         // One loop per activation, so that it is inlined.
         @inline(__always) func sums<V: FloatVector>(_: V.Type) {
             switch activation {
-            case .none: sums { (x: V) in x }
-            case .silu: sums { (x: V) in silu(x) }
-            case .sigmoid: sums { (x: V) in sigmoid(x) }
+            case .none: sums(V.self, Identity.self)
+            case .silu: sums(V.self, SiLU.self)
+            case .sigmoid: sums(V.self, Sigmoid.self)
             }
         }
         if TARGET_VECTOR_BITS >= 512 && S.width % 16 == 0 { sums(Vec16.self) } else { sums(Vec8.self) }

@@ -188,7 +188,8 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     }
 }
 
-/// An activation as a type, for functions specialized per activation.
+/// An activation as a type, for functions specialized per activation (closures left SiLU a call
+/// in the larger ones).
 protocol ActivationFunction {
     static func apply<V: FloatVector>(_ v: V) -> V
 }
