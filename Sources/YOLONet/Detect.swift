@@ -362,6 +362,9 @@ struct Proto26: Sendable {
     let upsampleWeight: Tensor, upsampleBias: [Float]
 
     init(_ w: inout some WeightSource, _ p: String, channels: [Int], hidden: Int, masks: Int) throws {
+        // The transposed convolution runs on OpenBLAS: a missing library is an error here, not
+        // a crash at the first inference.
+        try BLAS.load()
         refine = try channels.dropFirst().enumerated().map { try Conv(&w, "\(p).feat_refine.\($0)", $1, channels[0]) }
         fuse = try Conv(&w, p + ".feat_fuse", channels[0], hidden, k: 3)
         cv1 = try Conv(&w, p + ".cv1", hidden, hidden, k: 3)
@@ -407,6 +410,9 @@ struct Classify: Sendable {
     let linearWeight: Tensor, linearBias: [Float]
 
     init(_ w: inout some WeightSource, _ p: String, _ c1: Int, nc: Int, k: Int, s: Int) throws {
+        // The linear layer runs on OpenBLAS: a missing library is an error here, not a crash at
+        // the first inference.
+        try BLAS.load()
         conv = try Conv(&w, p + ".conv", c1, 1280, k: k, s: s)
         linearWeight = try w.tensor(p + ".linear.weight", shape: [nc, 1280])
         linearBias = try w.tensor(p + ".linear.bias", shape: [nc]).scalars

@@ -41,9 +41,6 @@ package struct Model: Sendable {
         guard network.task == task else {
             throw ModelError.invalidMetadata(key: "task", value: task, reason: "the architecture's head does \(network.task)")
         }
-        // The heads that call OpenBLAS (Proto's transposed convolution, Classify's linear layer)
-        // load it now, so that a missing library is an error here rather than a crash later.
-        if ["segment", "classify"].contains(network.task) { try BLAS.load() }
         names = try Self.parseNames(metadata["names"], count: network.classCount)
         if let text = metadata["imgsz"] {
             let first = text.trimmingCharacters(in: CharacterSet(charactersIn: "[] ")).split(separator: ",").first
