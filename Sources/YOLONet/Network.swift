@@ -229,6 +229,17 @@ package struct Network: Sendable {
         return nodes[j + 1].from[0] == j && !nodes[j + 1].from.dropFirst().contains(j) && saved[j] == nil
     }
 
+    /// The Concat whose map layer j writes from the start, at channel `channel`: an earlier layer
+    /// (not the one just before) whose last reader is that Concat, read by it once, so the Concat
+    /// copies nothing of it (yolo26n: 0.3–0.5 ms of copies a pass, from the backbone's outputs into
+    /// the head's Concats). Not a Concat itself (its map may be another's front).
+    private func writesConcatBack(_ j: Int) -> (concat: Int, channel: Int)? {
+        guard j >= 0, let i = saved[j], case .concat = nodes[i].op else { return nil }
+        if case .concat = nodes[j].op { return nil }
+        guard let k = nodes[i].from.firstIndex(of: j), nodes[i].from.lastIndex(of: j) == k else { return nil }
+        return (i, nodes[i].from[..<k].reduce(0) { $0 + ($1 < 0 ? inputChannels : nodes[$1].channels) })
+    }
+
     /// Runs the graph in a workspace of its own and copies the head's results out.
     /// `observe(i, output)` sees a copy of every top-level layer's output before the head.
     package func forward(_ x: Tensor, selection: HeadSelection = HeadSelection(),
@@ -273,17 +284,27 @@ package struct Network: Sendable {
                     return result
                 default: break
                 }
-                /// The map this layer writes: its own, or a Concat's front (or the Concat's whole map).
+                /// The map this layer writes: its own, or a Concat's front or back (or the Concat's whole
+                /// map, placed already when an earlier input writes its back).
                 func output() -> Map {
+                    if case .concat = node.op, let placed = ws.outputs[i] { return placed }
                     if writesConcatFront(i - 1), let front = ws.outputs[i - 1] {
                         return Map(front.base, channels: node.channels, height: height, width: width)
                     }
                     if writesConcatFront(i) {
-                        return ws.map(channels: nodes[i + 1].channels, height: height, width: width).channels(0..<node.channels)
+                        return (ws.outputs[i + 1] ?? ws.map(channels: nodes[i + 1].channels, height: height, width: width))
+                            .channels(0..<node.channels)
+                    }
+                    if let (concat, channel) = writesConcatBack(i) {
+                        // The Concat's map, kept in its own slot until it runs (placed already when
+                        // another earlier input wrote its part).
+                        let whole = ws.outputs[concat] ?? ws.map(channels: nodes[concat].channels, height: height, width: width)
+                        ws.outputs[concat] = whole
+                        return whole.channels(channel..<(channel + node.channels))
                     }
                     return ws.map(channels: node.channels, height: height, width: width)
                 }
-                ws.owns[i] = !writesConcatFront(i)
+                ws.owns[i] = !writesConcatFront(i) && writesConcatBack(i) == nil
                 let y: Map
                 switch node.op {
                 case .conv(let m): y = output(); m(first, into: y, ws)
@@ -292,7 +313,7 @@ package struct Network: Sendable {
                     let j = node.from[0]
                     let consuming = j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i
                     if consuming { ws.outputs[j] = nil }
-                    y = m(first, into: writesConcatFront(i) ? output() : nil, consuming: consuming, ws)
+                    y = m(first, into: ws.owns[i] ? nil : output(), consuming: consuming, ws)
                 case .sppf(let m): y = output(); m(first, into: y, ws)
                 case .c2psa(let m): y = output(); m(first, into: y, ws)
                 case .upsample(let s): y = output(); upsampleNearest(first, scale: s, into: y)
@@ -300,11 +321,9 @@ package struct Network: Sendable {
                     y = output()
                     var channel = 0
                     for j in node.from {
-                        let part = input(j)
-                        // The front is in place when the layer before wrote it there.
-                        if part.base != y.base {
-                            part.write(to: y.channels(channel..<(channel + part.channels)))
-                        }
+                        let part = input(j), destination = y.channels(channel..<(channel + part.channels))
+                        // In place where its layer wrote it there (`writesConcatFront`, `writesConcatBack`).
+                        if part.base != destination.base { part.write(to: destination) }
                         channel += part.channels
                     }
                 case .detect, .classify: preconditionFailure("a head is the last layer")
