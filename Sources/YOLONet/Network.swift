@@ -231,8 +231,9 @@ package struct Network: Sendable {
 
     /// The Concat whose map layer j writes from the start, at channel `channel`: an earlier layer
     /// (not the one just before) whose last reader is that Concat, read by it once, so the Concat
-    /// copies nothing of it (yolo26n: 0.3–0.5 ms of copies a pass, from the backbone's outputs into
-    /// the head's Concats). Not a Concat itself (its map may be another's front).
+    /// copies nothing of it (yolo26n: 0.45 ms of copies a pass, from the backbone's outputs into
+    /// the head's Concats; ARCHITECTURE.md has what it did to the whole pass). Not a Concat itself
+    /// (its map may be another's front).
     private func writesConcatBack(_ j: Int) -> (concat: Int, channel: Int)? {
         guard j >= 0, let i = saved[j], case .concat = nodes[i].op else { return nil }
         if case .concat = nodes[j].op { return nil }
