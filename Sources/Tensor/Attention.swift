@@ -86,7 +86,7 @@ private struct AttentionColumns: ParallelWork {
 /// down the column, a vector of the target's width of columns at a time, with `softmaxRow`'s
 /// order of operations (max, then exp(x − max) summed in row order, then times 1 / sum).
 func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float) {
-    if TARGET_VECTOR_BITS >= 512 {
+    if wideVectors {
         softmaxColumns(Vec16.self, p, rows: rows, stride: stride, count: count, scale: scale)
     } else {
         softmaxColumns(Vec8.self, p, rows: rows, stride: stride, count: count, scale: scale)

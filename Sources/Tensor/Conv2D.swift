@@ -424,7 +424,7 @@ private struct DepthwiseRows: ParallelWork {
 
     func run(part: Int, thread t: Int) {
         let ring = self.ring.pointer + t * (p.kernelH + 1) * pitch
-        if TARGET_VECTOR_BITS >= 512 {
+        if wideVectors {
             run(Vec16.self, channels: parts[part], ring: ring)
         } else {
             run(Vec8.self, channels: parts[part], ring: ring)

@@ -9,7 +9,7 @@ public enum Activation: Sendable, Equatable {
 /// dst[i] = activation(src[i]) for i < count; `dst` may be `src`.
 public func applyActivation(_ activation: Activation, _ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>,
                             count: Int) {
-    if TARGET_VECTOR_BITS >= 512 {
+    if wideVectors {
         applyActivation(Vec16.self, activation, src, dst, count: count)
     } else {
         applyActivation(Vec8.self, activation, src, dst, count: count)

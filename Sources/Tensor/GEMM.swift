@@ -102,7 +102,7 @@ package struct Epilogue {
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
                 in c: UnsafeMutablePointer<Float>) {
-        if TARGET_VECTOR_BITS >= 512 && width % 16 == 0 {
+        if wideVectors && width % 16 == 0 {
             finish(Vec16.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
         } else {
             finish(Vec8.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
@@ -199,7 +199,7 @@ package enum TileGeometry: CaseIterable, Sendable {
     case avx512, avx2
 
     /// The tiles that fit the registers this build targets.
-    package static var target: TileGeometry { TARGET_VECTOR_BITS >= 512 ? .avx512 : .avx2 }
+    package static var target: TileGeometry { wideVectors ? .avx512 : .avx2 }
 }
 
 /// Floats past its last used column that `packedGEMM` may read of B's rows: the widest tile.

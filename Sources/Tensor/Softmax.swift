@@ -50,7 +50,7 @@ func softmaxRow(_ row: UnsafeMutablePointer<Float>, count: Int) {
         rowMax = max(rowMax, row[i])
         i += 1
     }
-    if TARGET_VECTOR_BITS >= 512 {
+    if wideVectors {
         normalize(Vec16.self, row, count: count, max: rowMax)
     } else {
         normalize(Vec8.self, row, count: count, max: rowMax)

@@ -212,7 +212,7 @@ private struct Stride2PairParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             case .sigmoid: sums(V.self, Sigmoid.self)
             }
         }
-        if TARGET_VECTOR_BITS >= 512 && S.width % 16 == 0 { sums(Vec16.self) } else { sums(Vec8.self) }
+        if wideVectors && S.width % 16 == 0 { sums(Vec16.self) } else { sums(Vec8.self) }
         var q = 0
         while q < count {
             let (pair, ox) = (j + q).quotientAndRemainder(dividingBy: wo)

@@ -1,8 +1,14 @@
+import CTargetFeatures
 /// SIMD building blocks shared by the kernels: 16- and 8-lane loads and stores on raw
 /// pointers, and exp / sigmoid / SiLU accurate to a few ULP at any vector width (the same
 /// operations per lane, so the same result whichever width computes it).
 public typealias Vec16 = SIMD16<Float>
 public typealias Vec8 = SIMD8<Float>
+
+/// Whether this build targets AVX-512 (`TARGET_VECTOR_BITS`, CTargetFeatures): kernels then
+/// compute in 16 lanes. A constant the optimizer folds into every branch on it; tested in place,
+/// the macro made the compiler warn of each branch not taken.
+let wideVectors = TARGET_VECTOR_BITS >= 512
 
 /// A vector the kernels compute in (`Vec16`, `Vec8`). Lane comparisons are requirements, written
 /// for each type: from a generic SIMD context they compile lane by lane, with branches.
@@ -105,7 +111,7 @@ public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(-x)) }
 
 /// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`), a vector of `V` at
 /// a time. The tail goes through the same vector function on a padded vector, so every element
-/// gets bit-identical math wherever it falls. Callers pick the target's width (`TARGET_VECTOR_BITS`):
+/// gets bit-identical math wherever it falls. Callers pick the target's width (`wideVectors`):
 /// on AVX2, 16-lane exp compiled to four 128-bit quarters in a function of its own, called per vector.
 @inline(__always)
 func mapVectors<V: FloatVector>(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ count: Int,

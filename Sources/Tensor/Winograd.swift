@@ -127,7 +127,7 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             // In vectors of the target's width where the tile's is a multiple of it (16
             // lanes against 8 on Zen 5: 0.75–0.99 of the time per convolution).
             for c in steps {
-                if TARGET_VECTOR_BITS >= 512 && S.width % 16 == 0 {
+                if wideVectors && S.width % 16 == 0 {
                     transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
                                    point: stepsPerPass * S.width, columns: column..<(column + S.width))
                 } else {
