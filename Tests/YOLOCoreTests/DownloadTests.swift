@@ -24,9 +24,10 @@ final class DownloadTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         server = process
-        // Wait (at most 10 s) until the server answers.
+        // Wait (at most 10 s) until the server accepts connections (a TCP connect: Foundation
+        // reads http URLs only with FoundationNetworking, which YOLOCore does not link).
         for _ in 0..<100 {
-            if (try? Data(contentsOf: URL(string: "http://127.0.0.1:\(port)/")!)) != nil { return }
+            if listening(port) { return }
             usleep(100_000)
         }
         XCTFail("the test HTTP server did not start")
@@ -37,6 +38,19 @@ final class DownloadTests: XCTestCase {
         server?.waitUntilExit()
         unsetenv("YOLO_CACHE_DIR")
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    private func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     private func weightsFile(_ name: String) throws -> URL {
