@@ -77,7 +77,7 @@ public func conv2d(_ x: Tensor, weight: ConvWeights, bias: [Float]?, _ p: Conv2D
 /// GEMM reads them, and little memory). The planes' rows are `width` ≥ Wo wide: the GEMM reads
 /// each output row's Wo columns of them and writes the output in place.
 /// 1×1 stride-1 unpadded convolutions read the input as it lies. Stride-2 3×3 padding-1 ones of
-/// one group and 64 or more output channels run on pairs of output rows (`stride2PairsConv2d`).
+/// one group and 64 or more output channels run on 2×2 output tiles (`stride2TilesConv2d`).
 ///
 /// `tiles`: the GEMM's register tiles (tests run both geometries on every build).
 package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DParameters, activation: Activation = .none,
@@ -106,8 +106,8 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
                                   bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
                                   threads: threads, scratch: scratch, tiles: tiles)
         }
-        if weight.isPairs {
-            return stride2PairsConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout, ya.pointer,
+        if weight.isTiles {
+            return stride2TilesConv2d(xa.pointer, channels: cin, h: h, w: w, weight: wa.pointer, outputs: cout, ya.pointer,
                                       bias: ba.pointer, activation: activation, residual: ra.map { UnsafePointer($0.pointer) },
                                       threads: threads, scratch: scratch, tiles: tiles)
         }

@@ -3,7 +3,7 @@ import CTargetFeatures
 /// Convolution weights [Cout, Cin / groups, kH, kW], laid out once (at load) for the kernel that
 /// runs their geometry: depthwise weights as they are; 3×3 stride-1 padding-1 single-group ones
 /// transformed for Winograd's F(2×2, 3×3) (`Winograd.panels`), stride-2 ones of 64 or more output
-/// channels for pairs of output rows (`Stride2Pairs.panels`); the others as GEMM panels of 8
+/// channels for 2×2 output tiles (`Stride2Tiles.panels`); the others as GEMM panels of 8
 /// output channels, [groups][⌈Cout/g / 8⌉][K = Cin/g · kH · kW][8], zero-padded past the last
 /// channel, so the micro-kernel reads the 8 weights of one reduction step from one cache line.
 public struct ConvWeights: Sendable {
@@ -20,7 +20,7 @@ public struct ConvWeights: Sendable {
         self.groups = groups
         isDepthwise = shape[1] == 1 && groups == shape[0]
         isWinograd = ConvWeights.winograd(shape, p)
-        isPairs = Stride2Pairs.fits(shape, p) && !isDepthwise
+        isTiles = Stride2Tiles.fits(shape, p)
         if isDepthwise {
             values = weight.scalars
             return
@@ -29,8 +29,8 @@ public struct ConvWeights: Sendable {
             values = Winograd.panels(weight)
             return
         }
-        if isPairs {
-            values = Stride2Pairs.panels(weight)
+        if isTiles {
+            values = Stride2Tiles.panels(weight)
             return
         }
         let coutG = shape[0] / groups, k = shape[1] * shape[2] * shape[3], tiles = (coutG + 7) / 8
@@ -50,8 +50,8 @@ public struct ConvWeights: Sendable {
     let isDepthwise: Bool
     /// Transformed for `winogradConv2d`.
     let isWinograd: Bool
-    /// Laid out for `stride2PairsConv2d`.
-    package let isPairs: Bool
+    /// Laid out for `stride2TilesConv2d`.
+    package let isTiles: Bool
 
     /// Whether weights of `shape` for `p` take the Winograd layout: 3×3, stride 1, padding 1, one
     /// group, at least 32 input channels. Its transforms cost the same per tile whatever the
