@@ -315,22 +315,19 @@ private func stride2TileTaps(_ src: UnsafePointer<Float>?, w: Int, from s0: Int,
     // The last tile columns a vector may start at: 64 (32) floats from 4s in the row.
     let limit = w >= 64 ? (w - 64) / 4 : -1, limit8 = w >= 32 ? (w - 32) / 4 : -1
     var i = 0
-    while i + 16 <= length && s0 + i <= limit {
-        vector(i)
-        i += 16
+    /// `n` tiles at a time from i, then the last `n` over some already written.
+    @inline(__always) func sweep(_ n: Int, limit: Int, _ vector: (Int) -> Void) {
+        while i + n <= length && s0 + i <= limit {
+            vector(i)
+            i += n
+        }
+        if i < length && length >= n && s0 + length - n <= limit {
+            vector(length - n)
+            i = length
+        }
     }
-    if i < length && length >= 16 && s0 + length - 16 <= limit {
-        vector(length - 16)
-        i = length
-    }
-    while i + 8 <= length && s0 + i <= limit8 {
-        vector8(i)
-        i += 8
-    }
-    if i < length && length >= 8 && s0 + length - 8 <= limit8 {
-        vector8(length - 8)
-        i = length
-    }
+    sweep(16, limit: limit, vector)
+    sweep(8, limit: limit8, vector8)
     @inline(__always) func x(_ ix: Int) -> Float { ix >= 0 && ix < w ? src[ix] : 0 }
     for i in i..<length {
         let ix = 4 * (s0 + i) - 1
