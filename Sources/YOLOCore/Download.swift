@@ -83,10 +83,15 @@ private enum Curl {
         let cleanup: @convention(c) (Handle?) -> Void
     }
 
-    private static let library: Result<Library, YOLOError> = {
+    /// Why libcurl is not usable.
+    private struct Unavailable: Error {
+        let reason: String
+    }
+
+    private static let library: Result<Library, Unavailable> = {
         let names = ["libcurl.so.4", "libcurl-gnutls.so.4", "libcurl.so"]
         guard let handle = names.lazy.compactMap({ dlopen($0, RTLD_NOW) }).first else {
-            return .failure(.downloadFailed(url: "", reason: "libcurl could not be loaded (tried \(names.joined(separator: ", "))); "
+            return .failure(Unavailable(reason: "libcurl could not be loaded (tried \(names.joined(separator: ", "))); "
                 + "install it with `apt-get install libcurl4`"))
         }
         func symbol<T>(_ name: String, as _: T.Type) -> T? { dlsym(handle, name).map { unsafeBitCast($0, to: T.self) } }
@@ -101,7 +106,7 @@ private enum Curl {
               let message = symbol("curl_easy_strerror", as: (@convention(c) (Int32) -> UnsafePointer<CChar>?).self),
               let cleanup = symbol("curl_easy_cleanup", as: (@convention(c) (Handle?) -> Void).self)
         else {
-            return .failure(.downloadFailed(url: "", reason: "the loaded libcurl lacks curl_global_init or the curl_easy_* functions"))
+            return .failure(Unavailable(reason: "the loaded libcurl lacks curl_global_init or the curl_easy_* functions"))
         }
         return .success(Library(initialize: initialize, setString: setString, setPointer: setPointer, setLong: setLong,
                                 perform: perform, getLong: getLong, message: message, cleanup: cleanup))
@@ -112,8 +117,7 @@ private enum Curl {
         let curl: Library
         switch library {
         case .success(let loaded): curl = loaded
-        case .failure(.downloadFailed(_, let reason)): throw YOLOError.downloadFailed(url: url, reason: reason)
-        case .failure(let error): throw error
+        case .failure(let unavailable): throw YOLOError.downloadFailed(url: url, reason: unavailable.reason)
         }
         guard let file = fopen(path, "wb") else {
             throw YOLOError.downloadFailed(url: url, reason: "cannot create \(path): \(String(cString: strerror(errno)))")
