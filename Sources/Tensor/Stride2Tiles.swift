@@ -172,9 +172,10 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                     let iy = 4 * t - 1 + r
                     return iy >= 0 && iy < h ? UnsafePointer(x.pointer + (c * h + iy) * w) : nil
                 }
-                // Two channels on into L1: the taps waited on these loads even with the prefetch
-                // into L2 below (model.3, input in L1: 0.45 of the taps' time).
-                if c + 2 < channels.upperBound { prefetch(c + 2, t, s, length, prefetchL1) }
+                // Two channels on, into L1: the taps waited on their loads (model.3 with its input
+                // in L1: 0.45 of the taps' time). One or four channels on: the same; also into L2
+                // two strips on, as before: 1.01–1.03 of the time.
+                if c + 2 < channels.upperBound { prefetch(c + 2, t, s, length) }
                 // The input rows 4t − 1 + r are the points' rows x₀ − x₂, x₁, x₂, x₄ − x₂, x₃: x₂ first.
                 let x2 = rows(2)
                 stride2TileTaps(input(2), w: w, from: s, length, x2, minus: nil)
@@ -188,24 +189,14 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         if count < width {
             for r in 0..<(25 * n) { (panel + r * width + count).initialize(repeating: 0, count: width - count) }
         }
-        // The input two strips on, into L2 while this strip computes, by tile rows as above (a
-        // strip wider than the rest of its tile row continues on the next one; read as one row
-        // segment, 0.9–0.93 of the time on model.3 and model.5 at 1 thread).
-        q = 2 * width
-        while q < 3 * width && j + q < parts.total {
-            let (t, s) = (j + q).quotientAndRemainder(dividingBy: tw)
-            let length = min(tw - s, 3 * width - q)
-            for c in channels { prefetch(c, t, s, length, prefetchL2) }
-            q += length
-        }
     }
 
-    /// Asks `fetch` for input channel c's rows 4t − 1 … 4t + 3 at tile columns s ..< s + length.
+    /// Input channel c's rows 4t − 1 … 4t + 3 at tile columns s ..< s + length, into L1.
     @inline(__always)
-    private func prefetch(_ c: Int, _ t: Int, _ s: Int, _ length: Int, _ fetch: (UnsafeRawPointer?) -> Void) {
+    private func prefetch(_ c: Int, _ t: Int, _ s: Int, _ length: Int) {
         for r in 0..<5 {
             let row = x.pointer + (c * h + 4 * t - 1 + r) * w + 4 * s - 1
-            for o in stride(from: 0, to: 4 * length + 1, by: 16) { fetch(row + o) }
+            for o in stride(from: 0, to: 4 * length + 1, by: 16) { prefetchL1(row + o) }
         }
     }
 
