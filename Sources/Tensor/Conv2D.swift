@@ -278,6 +278,12 @@ struct PhasePlanes: Sendable {
                     let iy = (first + row) * strideH + py - padH
                     let source = iy >= 0 && iy < h ? x + (c * h + iy) * w : nil
                     let o = out + py * strideW * planeSize + row * width
+                    // The input row two on, into L1: the fill waited on its first loads of each row
+                    // (16×320×320 → 32, stride 2: 0.93 of the time; 3×640×640: 0.96; 4 rows on: the same).
+                    if iy + 2 >= 0 && iy + 2 < h {
+                        let ahead = x + (c * h + iy + 2) * w
+                        for i in stride(from: 0, to: w, by: 16) { prefetchL1(ahead + i) }
+                    }
                     if strideW == 2 {
                         fillPair(o, phase0, phase1, from: source)
                     } else {
