@@ -16,10 +16,6 @@ static inline void prefetchL2(const void *p) { __builtin_prefetch(p, 0, 2); }
 // Asks for the cache line holding `p` to be brought into L1 (prefetcht0).
 static inline void prefetchL1(const void *p) { __builtin_prefetch(p, 0, 3); }
 
-// Asks for the cache line holding `p` to be fetched for writing (prefetchw): a store that
-// misses waits in the store queue for its line, and few such misses are in flight at once.
-static inline void prefetchForWrite(void *p) { __builtin_prefetch(p, 1, 3); }
-
 // 16 floats: one AVX-512 register, imported into Swift as SIMD16<Float>.
 typedef float Float16Lanes __attribute__((ext_vector_type(16)));
 

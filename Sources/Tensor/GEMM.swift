@@ -292,25 +292,13 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     }
     var j = 0
     while j + Narrow.width <= n {
-        let wide = j + Wide.width <= n
-        // C's lines two strips on, for writing (and the residual's): a tile's stores that
-        // missed waited in the store queue for their lines, a few misses at a time.
-        let width = wide ? Wide.width : Narrow.width
-        if j + 3 * width <= n {
-            for r in 0..<m {
-                let ahead = r * ldc + j + 2 * width
-                for o in stride(from: 0, to: width, by: 16) {
-                    prefetchForWrite(c + ahead + o)
-                    if let residual = epilogue.residual { prefetchL2(residual + ahead + o) }
-                }
-            }
-        }
-        if wide {
+        if j + Wide.width <= n {
             strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
+            j += Wide.width
         } else {
             strip(Narrow.self, from: j, count: Narrow.width, c: c, ldc: ldc, column: j, epilogue)
+            j += Narrow.width
         }
-        j += width
     }
     guard j < n else { return }
     // The last columns: into a padded copy of C, bias and activation there, the residual
