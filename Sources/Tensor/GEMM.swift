@@ -54,12 +54,14 @@ public struct ConvWeights: Sendable {
     package let isTiles: Bool
 
     /// Whether weights of `shape` for `p` take the Winograd layout: 3×3, stride 1, padding 1, one
-    /// group, at least 32 input channels. Its transforms cost the same per tile whatever the
-    /// channels, its GEMMs save 20 of 36 multiply-adds per channel pair: on Zen 3 (same process,
-    /// alternating) 0.6–0.9 of the direct GEMM's time from 32 to 512 channels, 0.96–1.18 at 16 and
-    /// 1.05–1.48 at 8 on 160×160 maps.
+    /// group, at least 32 input channels (16 on AVX-512). Its transforms cost the same per tile
+    /// whatever the channels, its GEMMs save 20 of 36 multiply-adds per channel pair: on Zen 3
+    /// (AVX2, same process, alternating) 0.6–0.9 of the direct GEMM's time from 32 to 512
+    /// channels, 0.96–1.18 at 16 and 1.05–1.48 at 8 on 160×160 maps; on Zen 4 (AVX-512,
+    /// alternating per pass in one process) 0.84–0.92 at 16 on 160×160 to 40×40 maps, 1.15 at 8,
+    /// and yolo26n 0.988 on 1 thread, 0.99–1.0 on 2.
     static func winograd(_ shape: [Int], _ p: Conv2DParameters) -> Bool {
-        p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && shape[1] >= 32
+        p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && shape[1] >= (wideVectors ? 16 : 32)
     }
 
     /// Cin/g · kH · kW: the GEMM's K.

@@ -107,7 +107,7 @@ final class Conv2DTests: XCTestCase {
         }
     }
 
-    /// 3×3 stride-1 padding-1 convolutions of 32 or more input channels run Winograd F(2×2, 3×3):
+    /// 3×3 stride-1 padding-1 convolutions of 32 or more input channels (16 on AVX-512) run Winograd F(2×2, 3×3):
     /// more than one reduction pass (Cin > 64), output channels that fill no whole register tile,
     /// tile groups crossing grid rows (odd widths) and whole ones (widths a multiple of 16),
     /// several blocks of tile rows.
@@ -117,6 +117,7 @@ final class Conv2DTests: XCTestCase {
         check(cin: 33, cout: 5, h: 127, w: 2, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 412)
         check(cin: 32, cout: 16, h: 160, w: 160, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 413)
         check(cin: 32, cout: 1, h: 1, w: 1, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 414)
+        check(cin: 16, cout: 8, h: 41, w: 37, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 415)
     }
 
     func testOutputSize() {

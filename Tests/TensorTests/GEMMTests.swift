@@ -54,7 +54,7 @@ final class GEMMTests: XCTestCase {
     func testWinogradBothTileGeometries() {
         var seed: UInt64 = 700
         for tiles in TileGeometry.allCases {
-            // (cin, cout, h, w; Winograd's layout needs cin ≥ 32): one and several reduction passes, tile groups cut by odd widths and
+            // (cin, cout, h, w; Winograd's layout needs cin ≥ 32, 16 on AVX-512): one and several reduction passes, tile groups cut by odd widths and
             // whole ones, strips wider than a grid row, several blocks of tile rows on 2 threads, blocks ending in a
             // narrow strip (20×20 and 14×14: 55 and 28 grid columns a block).
             for (cin, cout, h, w) in [(32, 13, 13, 37), (131, 9, 7, 16), (35, 17, 66, 2), (48, 8, 40, 50), (64, 24, 20, 20),
