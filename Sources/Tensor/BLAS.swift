@@ -35,6 +35,17 @@ public enum BLAS {
         } else if CPU.hasAVX512Skylake {
             setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1)
         }
+        // Our kernels split the work (Parallel); OpenBLAS stays on the calling thread. Told so
+        // only after loading, it had started its worker threads, which spun (`sched_yield`) for
+        // about 0.1 s on the cores our workers need (`yolo predict` of one image with
+        // yolo26n-seg: median process time 162 → 133 ms). With OPENBLAS_NUM_THREADS=1 it starts
+        // none; our default reads that variable, so it is read first, and the variable restored.
+        _ = defaultThreads
+        let threadsVariable = getenv("OPENBLAS_NUM_THREADS").map { String(cString: $0) }
+        setenv("OPENBLAS_NUM_THREADS", "1", 1)
+        defer {
+            if let threadsVariable { setenv("OPENBLAS_NUM_THREADS", threadsVariable, 1) } else { unsetenv("OPENBLAS_NUM_THREADS") }
+        }
         let names = ["libopenblas.so.0", "libopenblas.so"]
         guard let handle = names.lazy.compactMap({ dlopen($0, RTLD_NOW | RTLD_GLOBAL) }).first else {
             return .failure(LoadError(message: "OpenBLAS could not be loaded (tried \(names.joined(separator: ", ")): "
@@ -44,13 +55,10 @@ public enum BLAS {
             dlsym(handle, name).map { unsafeBitCast($0, to: T.self) }
         }
         guard let sgemm = symbol("cblas_sgemm", SgemmFunction.self),
-              let setThreads = symbol("openblas_set_num_threads", (@convention(c) (Int32) -> Void).self),
               let coreName = symbol("openblas_get_corename", (@convention(c) () -> UnsafePointer<CChar>?).self)
         else {
-            return .failure(LoadError(message: "the loaded OpenBLAS lacks cblas_sgemm or the openblas_* thread functions"))
+            return .failure(LoadError(message: "the loaded OpenBLAS lacks cblas_sgemm or openblas_get_corename"))
         }
-        // Our kernels split the work (Parallel); OpenBLAS itself stays on the calling thread.
-        setThreads(1)
         return .success(Library(sgemm: sgemm, coreName: coreName))
     }()
 
