@@ -86,7 +86,10 @@ private func stride2TilesConv2d<R: TileRow, Narrow: TileRow>(
     let depth = max(1, stride2TilesPanelFloats / (25 * R.width))
     // Each thread's panel, then the nine GEMMs' sums (M × R.width each).
     let perThread = (25 * depth + 9 * ((cout + 7) / 8 * 8)) * R.width
-    let parts = Parallel.ranges(th * tw, parts: 4 * threads, align: R.width), workers = min(threads, parts.count)
+    // A strip a part, claimed as threads come free: with four parts a thread, one thread waited
+    // for the other's last part (a core the system slowed): per strip, model.3 and model.5 took
+    // 0.95–0.98 of the time on 2 threads, model.17 0.95 (Zen 4, alternating in one process).
+    let parts = Parallel.ranges(th * tw, parts: th * tw, align: R.width), workers = min(threads, parts.count)
     let (buffers, _) = scratch.take(floats: workers * perThread)
     Parallel.forEach(parts.count, threads: workers, Stride2TileParts<R, Narrow>(
         x: Address(x), y: Address(y), residual: residual.map { Address($0) }, weight: Address(weight),
