@@ -52,7 +52,7 @@ package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration
     prediction.scalars.withUnsafeBufferPointer { p in
         best.withUnsafeMutableBufferPointer { b in
             bestClass.withUnsafeMutableBufferPointer { bc in
-                bestClassPerAnchor(p.baseAddress! + 4 * a, classes: nc, anchors: a, b.baseAddress!, bc.baseAddress!)
+                columnMaxima(p.baseAddress! + 4 * a, rows: nc, columns: a, b.baseAddress!, bc.baseAddress!)
             }
         }
     }

@@ -196,7 +196,11 @@ struct Detect: Sendable {
         activate(.sigmoid, scores.base, probs.base, count: nc * a)
         let output: Map
         if endToEnd {
-            output = topK(decoded.base, probs.base, anchors: a, selection, ws)
+            // Each anchor's best class: split over the threads (on one, 1 % of a 2-thread pass).
+            let best = rows(1), labels = ws.buffer(Slot.labels, Int32.self, count: a)
+            columnMaxima(probs.base, rows: nc, columns: a, best.base, labels)
+            output = topK(decoded.base, probs.base, best: best.base, labels: labels, anchors: a, selection, ws)
+            ws.release(best)
         } else {
             // Ultralytics' order: box, class probabilities, then the task's extras.
             output = rows(4 + nc + e, result: true)
@@ -310,16 +314,13 @@ struct Detect: Sendable {
 
     /// Ultralytics `Detect.postprocess`: the k anchors with the best class score, then the k
     /// best (anchor, class) pairs among them; with `agnostic`, the k best anchors with their
-    /// best class each. decoded: [4 + E, A], probs: [nc, A] → [k, 6 + E] rows of
-    /// (box, score, class, extras).
-    private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, anchors a: Int,
-                      _ selection: HeadSelection, _ ws: Workspace) -> Map {
+    /// best class each. decoded: [4 + E, A], probs: [nc, A], each anchor's best probability and
+    /// class (`columnMaxima`): best [A], label [A] → [k, 6 + E] rows of (box, score, class, extras).
+    private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, best: UnsafePointer<Float>,
+                      labels label: UnsafeMutablePointer<Int32>, anchors a: Int, _ selection: HeadSelection,
+                      _ ws: Workspace) -> Map {
         precondition(selection.maxDetections > 0, "maxDetections must be positive, got \(selection.maxDetections)")
         let k = min(selection.maxDetections, a), e = task.extraChannels
-        let bestMap = ws.map(channels: 1, height: 1, width: a), best = bestMap.base
-        defer { ws.release(bestMap) }
-        let label = ws.buffer(Slot.labels, Int32.self, count: a)
-        bestClassPerAnchor(probs, classes: nc, anchors: a, best, label)
         let order = ws.buffer(Slot.order, Int.self, count: max(a, k * nc))
         topIndices(best, count: a, k, order: order)
         let output = ws.result(channels: k, height: 1, width: 6 + e), out = output.base
@@ -438,39 +439,6 @@ struct Classify: Sendable {
         probs.update(from: logits, count: nc)
         softmax(probs, outer: 1, length: nc, inner: 1)
         return HeadMaps(output: probsMap, outputRank: 2, protos: nil, boxes: nil, scores: nil, logits: logitsMap, extra: nil)
-    }
-}
-
-/// For each anchor, the largest of `classes` rows and its index (the first on ties).
-/// probs: [classes, anchors] row-major. Anchors go in blocks whose maxima stay in L1, each class's
-/// row of a block read in one sweep: 16 anchors at a time through all the classes read 80 rows a
-/// line each, too many streams for the prefetcher.
-package func bestClassPerAnchor(_ probs: UnsafePointer<Float>, classes: Int, anchors: Int,
-                                _ best: UnsafeMutablePointer<Float>, _ bestClass: UnsafeMutablePointer<Int32>) {
-    let block = 1024
-    for start in stride(from: 0, to: anchors, by: block) {
-        let end = min(anchors, start + block)
-        (best + start).initialize(repeating: -.infinity, count: end - start)
-        (bestClass + start).initialize(repeating: 0, count: end - start)
-        for c in 0..<classes {
-            let row = probs + c * anchors, label = SIMD16<Int32>(repeating: Int32(c))
-            var i = start
-            while i + 16 <= end {
-                let v = UnsafeRawPointer(row + i).loadUnaligned(as: SIMD16<Float>.self)
-                var m = UnsafeRawPointer(best + i).loadUnaligned(as: SIMD16<Float>.self)
-                var idx = UnsafeRawPointer(bestClass + i).loadUnaligned(as: SIMD16<Int32>.self)
-                let greater = v .> m
-                m.replace(with: v, where: greater)
-                idx.replace(with: label, where: greater)
-                UnsafeMutableRawPointer(best + i).storeBytes(of: m, as: SIMD16<Float>.self)
-                UnsafeMutableRawPointer(bestClass + i).storeBytes(of: idx, as: SIMD16<Int32>.self)
-                i += 16
-            }
-            for j in i..<end where row[j] > best[j] {
-                best[j] = row[j]
-                bestClass[j] = Int32(c)
-            }
-        }
     }
 }
 
