@@ -15,10 +15,12 @@ final class ParallelTests: XCTestCase {
     func testConvolutionsAgreeAcrossThreadCounts() {
         var seed: UInt64 = 500
         // (cin, cout, h, w, kernel, stride, padding, groups): 1×1, im2col (stride 1 and 2, odd
-        // widths for the 16-lane stride-2 gather), depthwise, grouped, Winograd (Cin ≥ 32).
+        // widths for the 16-lane stride-2 gather), depthwise, grouped, Winograd (Cin ≥ 32; 20×20 on
+        // 2 threads: blocks of 55 tiles ending in an 8-wide strip).
         let cases = [(13, 7, 127, 13, 1, 1, 0, 1), (3, 16, 127, 127, 3, 2, 1, 1), (7, 13, 13, 127, 3, 1, 1, 1),
                      (13, 13, 7, 127, 3, 1, 1, 13), (7, 7, 127, 7, 3, 2, 1, 7), (6, 4, 13, 13, 3, 1, 1, 2),
-                     (1, 3, 1, 1, 3, 1, 1, 1), (3, 7, 1, 127, 3, 2, 1, 1), (35, 13, 13, 127, 3, 1, 1, 1)]
+                     (1, 3, 1, 1, 3, 1, 1, 1), (3, 7, 1, 127, 3, 2, 1, 1), (35, 13, 13, 127, 3, 1, 1, 1),
+                     (64, 64, 20, 20, 3, 1, 1, 1)]
         for (cin, cout, h, w, k, s, pad, g) in cases {
             let p = Conv2DParameters(kernel: k, stride: s, padding: pad, groups: g)
             let x = randomTensor([1, cin, h, w], seed: seed)
