@@ -1,8 +1,19 @@
 import Foundation
 
 /// A value in an architecture row's argument list, as the Ultralytics yaml writes it.
-package enum ArchValue: Sendable, Equatable, Decodable {
+package enum ArchValue: Sendable, Equatable, Decodable, CustomStringConvertible {
     case int(Int), double(Double), bool(Bool), string(String), list([ArchValue])
+
+    /// As the JSON writes it, for error messages.
+    package var description: String {
+        switch self {
+        case .int(let i): "\(i)"
+        case .double(let d): "\(d)"
+        case .bool(let b): "\(b)"
+        case .string(let s): "\"\(s)\""
+        case .list(let l): "[" + l.map(\.description).joined(separator: ", ") + "]"
+        }
+    }
 
     package init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -78,12 +89,28 @@ package struct Architecture: Sendable, Decodable {
         kptShape = try c.decodeIfPresent([Int].self, forKey: .kpt_shape)
     }
 
-    /// Parses the `arch` metadata JSON.
+    /// Parses the `arch` metadata JSON and checks its model-wide numbers and every row's repeats.
     package init(json: String) throws {
         do {
             self = try JSONDecoder().decode(Architecture.self, from: Data(json.utf8))
         } catch {
             throw ModelError.invalidMetadata(key: "arch", value: json, reason: "not an Ultralytics model dict (\(error))")
+        }
+        try validate()
+    }
+
+    /// Bounds checked before any size is computed from them, so an edited spec cannot overflow
+    /// or trap later: nc, reg_max and each row's repeats (channels, kernels and strides are
+    /// checked where `Network` reads a row's arguments).
+    private func validate() throws {
+        guard (1...100_000).contains(nc) else {
+            throw ModelError.invalidMetadata(key: "arch", value: "nc = \(nc)", reason: "the class count must be in 1...100000")
+        }
+        guard (1...64).contains(regMax) else {
+            throw ModelError.invalidMetadata(key: "arch", value: "reg_max = \(regMax)", reason: "reg_max must be in 1...64")
+        }
+        for (i, row) in rows.enumerated() where !(1...64).contains(row.repeats) {
+            throw ModelError.invalidArchitecture(layer: i, reason: "\(row.module) repeats \(row.repeats) must be in 1...64")
         }
     }
 

@@ -69,7 +69,7 @@ struct C2PSA: Sendable {
     let m: [PSABlock]
 
     init(_ w: inout some WeightSource, _ p: String, _ c1: Int, _ c2: Int, n: Int, e: Double) throws {
-        guard c1 == c2 else { throw ModelError.invalidArchitecture(layer: -1, reason: "C2PSA needs c1 == c2, got \(c1), \(c2)") }
+        guard c1 == c2 else { throw ModelError.invalidArchitecture(layer: -1, reason: "\(p): C2PSA needs c1 == c2, got \(c1), \(c2)") }
         hidden = Int(Double(c1) * e)
         cv1 = try Conv(&w, p + ".cv1", c1, 2 * hidden)
         cv2 = try Conv(&w, p + ".cv2", 2 * hidden, c1)

@@ -10,6 +10,10 @@ package struct Conv: Sendable {
 
     init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1,
          g: Int = 1, activation: Activation = .silu, plain: Bool = false) throws {
+        // Channel counts derived from a spec's expansion ratios can round to 0.
+        guard c1 > 0, c2 > 0, c1 % g == 0 else {
+            throw ModelError.invalidArchitecture(layer: -1, reason: "\(prefix): no convolution of \(c1) → \(c2) channels in \(g) groups")
+        }
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         (weight, bias) = (ConvWeights(w, parameters), b)

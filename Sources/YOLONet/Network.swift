@@ -64,138 +64,145 @@ package struct Network: Sendable {
         let hasC3k2 = arch.rows.contains { $0.module == "C3k2" }
         var nodes = [Node]()
         var saved = [Int: Int]()
-        for (i, row) in arch.rows.enumerated() {
-            func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
-            let from = row.from.map { $0 < 0 ? i + $0 : $0 }
-            guard !from.isEmpty, from.allSatisfy({ $0 < i && ($0 >= 0 || i == 0) }) else {
-                throw fail("'from' \(row.from) must name earlier layers")
-            }
-            if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
-            for f in from where f >= 0 && f != i - 1 { saved[f] = i }
-            let inChannels = from.map { $0 < 0 ? inputChannels : nodes[$0].channels }
-            let inStride = from[0] < 0 ? 1 : nodes[from[0]].stride
-            let c1 = inChannels[0]
-            let args = row.args
-            /// The bounds keep absurd values in an edited spec from overflowing sizes later.
-            func int(_ j: Int, _ name: String, default value: Int? = nil, in range: ClosedRange<Int> = 1...65_536) throws -> Int {
-                if j >= args.count, let value { return value }
-                guard j < args.count, let v = args[j].int, range.contains(v) else {
-                    throw fail("argument \(j) (\(name)) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+        do {
+            for (i, row) in arch.rows.enumerated() {
+                func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
+                let from = row.from.map { $0 < 0 ? i + $0 : $0 }
+                guard !from.isEmpty, from.allSatisfy({ $0 < i && ($0 >= 0 || i == 0) }) else {
+                    throw fail("'from' \(row.from) must name earlier layers")
                 }
-                return v
-            }
-            func bool(_ j: Int, _ name: String, default value: Bool) throws -> Bool {
-                if j >= args.count { return value }
-                guard let v = args[j].bool else { throw fail("argument \(j) (\(name)) must be true or false") }
-                return v
-            }
-            func double(_ j: Int, _ name: String, default value: Double) throws -> Double {
-                if j >= args.count { return value }
-                guard let v = args[j].double, v > 0, v <= 8 else { throw fail("argument \(j) (\(name)) must be a number in (0, 8]") }
-                return v
-            }
-            func outChannels() throws -> Int {
-                let c = try int(0, "output channels")
-                guard c > 0 else { throw fail("output channels must be positive, got \(c)") }
-                return makeDivisible(Double(min(c, maxChannels)) * width)
-            }
-            let repeats = scaledRepeats(row.repeats, depth: depth)
-            let repeatable = ["C3k2", "C2PSA"].contains(row.module)
-            if !repeatable && row.repeats != 1 {
-                throw fail("\(row.module) with \(row.repeats) repeats is not supported")
-            }
-            let p = "model.\(i)"
-            let op: Op, channels: Int
-            var stride = inStride
-            switch row.module {
-            case "Conv", "DWConv":
-                channels = try outChannels()
-                let k = try int(1, "kernel", default: 1, in: 1...64), s = try int(2, "stride", default: 1, in: 1...64)
-                guard args.count <= 3 else { throw fail("\(row.module) supports [c2, k, s], got \(args)") }
-                op = .conv(row.module == "Conv" ? try Conv(&weights, p, c1, channels, k: k, s: s)
-                           : try Conv.depthwise(&weights, p, c1, channels, k: k, s: s))
-                stride *= s
-                guard stride <= 1 << 16 else { throw fail("the total stride \(stride) is too large") }
-            case "C3k2":
-                channels = try outChannels()
-                let c3k = ["m", "l", "x"].contains(scale ?? "") ? true : try bool(1, "c3k", default: false)
-                guard try int(4, "groups", default: 1) == 1 else { throw fail("grouped C3k2 is not supported") }
-                op = .c3k2(try C3k2(&weights, p, c1, channels, n: repeats, c3k: c3k,
-                                    e: try double(2, "expansion", default: 0.5),
-                                    attention: try bool(3, "attn", default: false),
-                                    shortcut: try bool(5, "shortcut", default: true)))
-            case "SPPF":
-                channels = try outChannels()
-                // Ultralytics: rows with ≤ 2 yaml args predate YOLO26's unactivated cv1.
-                let k = try int(1, "kernel", default: 5, in: 1...63)
-                guard k % 2 == 1 else { throw fail("the SPPF pool kernel must be odd (it keeps the map size), got \(k)") }
-                op = .sppf(try SPPF(&weights, p, c1, channels, k: k, n: try int(2, "pools", default: 3, in: 1...16),
-                                    shortcut: try bool(3, "shortcut", default: false),
-                                    cv1Activation: args.count <= 2 ? .silu : .none))
-            case "C2PSA":
-                channels = try outChannels()
-                op = .c2psa(try C2PSA(&weights, p, c1, channels, n: repeats, e: try double(1, "expansion", default: 0.5)))
-            case "nn.Upsample":
-                let factor = try int(1, "scale_factor", in: 1...64)
-                guard factor >= 1, args.count < 3 || args[2] == .string("nearest") else {
-                    throw fail("only nearest upsampling by a positive integer factor is supported, got \(args)")
+                if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
+                for f in from where f >= 0 && f != i - 1 { saved[f] = i }
+                let inChannels = from.map { $0 < 0 ? inputChannels : nodes[$0].channels }
+                let inStride = from[0] < 0 ? 1 : nodes[from[0]].stride
+                let c1 = inChannels[0]
+                let args = row.args
+                /// The bounds keep absurd values in an edited spec from overflowing sizes later.
+                func int(_ j: Int, _ name: String, default value: Int? = nil, in range: ClosedRange<Int> = 1...65_536) throws -> Int {
+                    if j >= args.count, let value { return value }
+                    guard j < args.count, let v = args[j].int, range.contains(v) else {
+                        let value = j < args.count ? "\(args[j])" : "missing"
+                        throw fail("argument \(j) (\(name)) = \(value) must be an integer in \(range.lowerBound)...\(range.upperBound)")
+                    }
+                    return v
                 }
-                guard inStride % factor == 0 else { throw fail("upsampling ×\(factor) a map of stride \(inStride)") }
-                channels = c1
-                op = .upsample(scale: factor)
-                stride /= factor
-            case "Concat":
-                guard try int(0, "dimension", default: 1, in: 1...1) == 1 else { throw fail("only channel concatenation is supported") }
-                guard from.allSatisfy({ ($0 < 0 ? 1 : nodes[$0].stride) == inStride }) else {
-                    throw fail("concatenated maps \(from) have different strides")
+                func bool(_ j: Int, _ name: String, default value: Bool) throws -> Bool {
+                    if j >= args.count { return value }
+                    guard let v = args[j].bool else { throw fail("argument \(j) (\(name)) must be true or false") }
+                    return v
                 }
-                channels = inChannels.reduce(0, +)
-                op = .concat
-            case "Detect", "Segment26", "Pose26", "OBB26":
-                let nc: Int
-                switch args.first {
-                case .string("nc"): nc = arch.nc
-                case let value?: guard let v = value.int, v > 0 else { throw fail("nc must be a positive integer") }; nc = v
-                case nil: nc = arch.nc
+                func double(_ j: Int, _ name: String, default value: Double) throws -> Double {
+                    if j >= args.count { return value }
+                    guard let v = args[j].double, v > 0, v <= 8 else {
+                        throw fail("argument \(j) (\(name)) = \(args[j]) must be a number in (0, 8]")
+                    }
+                    return v
                 }
-                guard i == arch.rows.count - 1 else { throw fail("the \(row.module) head must be the last layer") }
-                guard from.allSatisfy({ $0 >= 0 }) else { throw fail("\(row.module) reads layer outputs, not the input") }
-                guard (1...64).contains(arch.regMax) else { throw fail("reg_max must be in 1...64, got \(arch.regMax)") }
-                let task: HeadTask
+                func outChannels() throws -> Int {
+                    let c = try int(0, "output channels")
+                    guard c > 0 else { throw fail("output channels must be positive, got \(c)") }
+                    return makeDivisible(Double(min(c, maxChannels)) * width)
+                }
+                let repeats = scaledRepeats(row.repeats, depth: depth)
+                let repeatable = ["C3k2", "C2PSA"].contains(row.module)
+                if !repeatable && row.repeats != 1 {
+                    throw fail("\(row.module) with \(row.repeats) repeats is not supported")
+                }
+                let p = "model.\(i)"
+                let op: Op, channels: Int
+                var stride = inStride
                 switch row.module {
-                case "Segment26":
-                    let masks = try int(1, "masks", default: 32)
-                    let protos = makeDivisible(Double(min(try int(2, "prototype channels", default: 256), maxChannels)) * width)
-                    // Proto26 upsamples level i by 2^i onto level 0.
-                    guard from.enumerated().allSatisfy({ nodes[$1].stride == nodes[from[0]].stride << $0 }) else {
-                        throw fail("Segment26 needs levels whose strides double, got \(from.map { nodes[$0].stride })")
+                case "Conv", "DWConv":
+                    channels = try outChannels()
+                    let k = try int(1, "kernel", default: 1, in: 1...64), s = try int(2, "stride", default: 1, in: 1...64)
+                    guard args.count <= 3 else { throw fail("\(row.module) supports [c2, k, s], got \(args)") }
+                    op = .conv(row.module == "Conv" ? try Conv(&weights, p, c1, channels, k: k, s: s)
+                               : try Conv.depthwise(&weights, p, c1, channels, k: k, s: s))
+                    stride *= s
+                    guard stride <= 1 << 16 else { throw fail("the total stride \(stride) is too large") }
+                case "C3k2":
+                    channels = try outChannels()
+                    let c3k = ["m", "l", "x"].contains(scale ?? "") ? true : try bool(1, "c3k", default: false)
+                    guard try int(4, "groups", default: 1) == 1 else { throw fail("grouped C3k2 is not supported") }
+                    op = .c3k2(try C3k2(&weights, p, c1, channels, n: repeats, c3k: c3k,
+                                        e: try double(2, "expansion", default: 0.5),
+                                        attention: try bool(3, "attn", default: false),
+                                        shortcut: try bool(5, "shortcut", default: true)))
+                case "SPPF":
+                    channels = try outChannels()
+                    // Ultralytics: rows with ≤ 2 yaml args predate YOLO26's unactivated cv1.
+                    let k = try int(1, "kernel", default: 5, in: 1...63)
+                    guard k % 2 == 1 else { throw fail("the SPPF pool kernel must be odd (it keeps the map size), got \(k)") }
+                    op = .sppf(try SPPF(&weights, p, c1, channels, k: k, n: try int(2, "pools", default: 3, in: 1...16),
+                                        shortcut: try bool(3, "shortcut", default: false),
+                                        cv1Activation: args.count <= 2 ? .silu : .none))
+                case "C2PSA":
+                    channels = try outChannels()
+                    op = .c2psa(try C2PSA(&weights, p, c1, channels, n: repeats, e: try double(1, "expansion", default: 0.5)))
+                case "nn.Upsample":
+                    let factor = try int(1, "scale_factor", in: 1...64)
+                    guard factor >= 1, args.count < 3 || args[2] == .string("nearest") else {
+                        throw fail("only nearest upsampling by a positive integer factor is supported, got \(args)")
                     }
-                    task = .segment(masks: masks, protoChannels: protos)
-                case "Pose26":
-                    guard let shape = arch.kptShape, shape.count == 2, (1...1024).contains(shape[0]), (2...3).contains(shape[1]) else {
-                        throw fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(arch.kptShape.map { "\($0)" } ?? "none")")
+                    guard inStride % factor == 0 else { throw fail("upsampling ×\(factor) a map of stride \(inStride)") }
+                    channels = c1
+                    op = .upsample(scale: factor)
+                    stride /= factor
+                case "Concat":
+                    guard try int(0, "dimension", default: 1, in: 1...1) == 1 else { throw fail("only channel concatenation is supported") }
+                    guard from.allSatisfy({ ($0 < 0 ? 1 : nodes[$0].stride) == inStride }) else {
+                        throw fail("concatenated maps \(from) have different strides")
                     }
-                    task = .pose(keypoints: shape[0], dims: shape[1])
-                case "OBB26":
-                    task = .obb(extras: try int(1, "extra parameters", default: 1))
+                    channels = inChannels.reduce(0, +)
+                    op = .concat
+                case "Detect", "Segment26", "Pose26", "OBB26":
+                    let nc: Int
+                    switch args.first {
+                    case .string("nc"): nc = arch.nc
+                    case let value?: guard let v = value.int, v > 0 else { throw fail("nc must be a positive integer") }; nc = v
+                    case nil: nc = arch.nc
+                    }
+                    guard i == arch.rows.count - 1 else { throw fail("the \(row.module) head must be the last layer") }
+                    guard from.allSatisfy({ $0 >= 0 }) else { throw fail("\(row.module) reads layer outputs, not the input") }
+                    let task: HeadTask
+                    switch row.module {
+                    case "Segment26":
+                        let masks = try int(1, "masks", default: 32)
+                        let protos = makeDivisible(Double(min(try int(2, "prototype channels", default: 256), maxChannels)) * width)
+                        // Proto26 upsamples level i by 2^i onto level 0.
+                        guard from.enumerated().allSatisfy({ nodes[$1].stride == nodes[from[0]].stride << $0 }) else {
+                            throw fail("Segment26 needs levels whose strides double, got \(from.map { nodes[$0].stride })")
+                        }
+                        task = .segment(masks: masks, protoChannels: protos)
+                    case "Pose26":
+                        guard let shape = arch.kptShape, shape.count == 2, (1...1024).contains(shape[0]), (2...3).contains(shape[1]) else {
+                            throw fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(arch.kptShape.map { "\($0)" } ?? "none")")
+                        }
+                        task = .pose(keypoints: shape[0], dims: shape[1])
+                    case "OBB26":
+                        task = .obb(extras: try int(1, "extra parameters", default: 1))
+                    default:
+                        task = .detect
+                    }
+                    channels = nc
+                    op = .detect(try Detect(&weights, p, nc: nc, regMax: arch.regMax, endToEnd: arch.endToEnd,
+                                            legacy: !hasC3k2, task: task, channels: inChannels,
+                                            strides: from.map { nodes[$0].stride }))
+                case "Classify":
+                    guard i == arch.rows.count - 1 else { throw fail("the Classify head must be the last layer") }
+                    channels = row.args.first == .string("nc") ? arch.nc : try int(0, "classes")
+                    guard channels > 0 else { throw fail("Classify needs a positive number of classes") }
+                    op = .classify(try Classify(&weights, p, c1, nc: channels, k: try int(1, "kernel", default: 1, in: 1...64),
+                                                s: try int(2, "stride", default: 1, in: 1...64)))
                 default:
-                    task = .detect
+                    throw ModelError.unknownModule(layer: i, module: row.module)
                 }
-                channels = nc
-                op = .detect(try Detect(&weights, p, nc: nc, regMax: arch.regMax, endToEnd: arch.endToEnd,
-                                        legacy: !hasC3k2, task: task, channels: inChannels,
-                                        strides: from.map { nodes[$0].stride }))
-            case "Classify":
-                guard i == arch.rows.count - 1 else { throw fail("the Classify head must be the last layer") }
-                channels = row.args.first == .string("nc") ? arch.nc : try int(0, "classes")
-                guard channels > 0 else { throw fail("Classify needs a positive number of classes") }
-                op = .classify(try Classify(&weights, p, c1, nc: channels, k: try int(1, "kernel", default: 1, in: 1...64),
-                                            s: try int(2, "stride", default: 1, in: 1...64)))
-            default:
-                throw ModelError.unknownModule(layer: i, module: row.module)
+                nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""),
+                                  channels: channels, stride: stride, op: op))
             }
-            nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""),
-                              channels: channels, stride: stride, op: op))
+        } catch ModelError.invalidArchitecture(layer: -1, let reason) {
+            // A block's own checks do not know their layer: the one being built.
+            throw ModelError.invalidArchitecture(layer: nodes.count, reason: reason)
         }
         switch nodes.last?.op {
         case .detect(let head)?: classCount = head.nc

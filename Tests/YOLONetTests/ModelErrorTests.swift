@@ -83,6 +83,37 @@ final class ModelErrorTests: XCTestCase {
         }
     }
 
+    /// Repeats that trapped on a range (−1) or overflowed `(2 + n) · hidden` (4e18) in the real
+    /// yolo26n file's metadata.
+    func testAbsurdRepeatsInTheRealFile() {
+        assertError(.invalidArchitecture(layer: 10, reason: "C2PSA repeats -1 must be in 1...64")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(of: "[-1, 2, \"C2PSA\"", with: "[-1, -1, \"C2PSA\"")
+        }
+        assertError(.invalidArchitecture(layer: 2, reason: "C3k2 repeats 4000000000000000000 must be in 1...64")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(
+                of: "[-1, 2, \"C3k2\", [256, false, 0.25]]", with: "[-1, 4000000000000000000, \"C3k2\", [256, false, 0.25]]")
+        }
+        assertError(.invalidArchitecture(layer: 4, reason: "C3k2 repeats 0 must be in 1...64")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(
+                of: "[-1, 2, \"C3k2\", [512, false, 0.25]]", with: "[-1, 0, \"C3k2\", [512, false, 0.25]]")
+        }
+    }
+
+    /// A negative class count was reported as a tensor shape mismatch.
+    func testNegativeClassCount() {
+        assertError(.invalidMetadata(key: "arch", value: "nc = -5", reason: "the class count must be in 1...100000")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(of: "{\"nc\": 80,", with: "{\"nc\": -5,")
+        }
+    }
+
+    /// Errors name the offending value.
+    func testArgumentErrorsNameTheValue() {
+        assertError(.invalidArchitecture(layer: 3, reason: "argument 1 (kernel) = -3 must be an integer in 1...64")) {
+            $0.metadata["arch"] = $0.metadata["arch"]!.replacingOccurrences(
+                of: "[-1, 1, \"Conv\", [256, 3, 2]], [-1, 2, \"C3k2\", [512", with: "[-1, 1, \"Conv\", [256, -3, 2]], [-1, 2, \"C3k2\", [512")
+        }
+    }
+
     func testBadNames() {
         XCTAssertThrowsError(try load { $0.metadata["names"] = "{\"0\": \"person\"}" }) { error in
             guard case .invalidMetadata(key: "names", _, _)? = error as? ModelError else {
@@ -145,5 +176,9 @@ final class ArchitectureBoundsTests: XCTestCase {
         assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]]"#, regMax: 4611686018427387904))
         // 200 · 0.5 = 100 hidden channels cannot be split into 100 / 64 = 1 … fine; 400 → 200 into 3 heads is not.
         assertInvalid(spec(#"[-1, 1, "Conv", [400, 3, 2]], [-1, 1, "C2PSA", [400]]"#, scales: "[0.5, 1.0, 1024]"))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, -1, "C2PSA", [64]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 65, "C3k2", [64, false, 0.25]]"#))
+        // 8 · 0.25 · 0.5 rounds to 0 hidden channels: no empty convolution is built.
+        assertInvalid(spec(#"[-1, 1, "Conv", [8, 3, 2]], [-1, 1, "C3k2", [8, false, 0.1]]"#, scales: "[0.5, 1.0, 1024]"))
     }
 }
