@@ -18,7 +18,8 @@ package enum Memory {
 /// passes after it allocate nothing.
 package final class Scratch {
     private var storage: UnsafeMutableRawPointer?
-    private var bytes = 0
+    /// The size of the largest request so far.
+    package private(set) var bytes = 0
 
     package init() {}
     deinit { storage?.deallocate() }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Prediction settings, with Ultralytics' defaults. A `YOLO` model reads its configuration at
 /// the start of every prediction, so changes apply from the next image on.
 public struct YOLOConfiguration: Sendable, Equatable, Codable {
@@ -18,6 +20,10 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var square: Bool = false
     /// Box outline width in pixels for `annotated()`, 0.5…3; derived from the image size when nil.
     public var lineWidth: Double? = nil
+    /// Most bytes a prediction's working memory may take, estimated before any is allocated: a
+    /// larger input size is refused with `YOLOError.memoryBudgetExceeded`. Default (nil): half
+    /// of the memory available (`defaultMemoryBudget`).
+    public var memoryBudget: Int? = nil
 
     public init() {}
 
@@ -32,5 +38,21 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
         if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
+        if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
     }
+
+    /// Half of the smallest of the physical memory, the cgroup's memory limit and the address
+    /// space limit: the first exhausted makes an allocation fail or the process be killed.
+    public static let defaultMemoryBudget: Int = {
+        var available = Int(clamping: ProcessInfo.processInfo.physicalMemory)
+        if let text = try? String(contentsOfFile: "/sys/fs/cgroup/memory.max", encoding: .utf8),
+           let limit = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            available = min(available, limit)
+        }
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+            available = min(available, Int(clamping: limit.rlim_cur))
+        }
+        return available / 2
+    }()
 }

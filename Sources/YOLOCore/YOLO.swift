@@ -21,6 +21,8 @@ public final class YOLO: Sendable {
     private let settings: Mutex<YOLOConfiguration>
     /// Workspaces of finished predictions, for the next ones (as many as ran at once).
     private let workspaces = Mutex<[Workspace]>([])
+    /// Working memory per input pixel, measured by the first prediction (`checkMemory`).
+    private let bytesPerPixel = Mutex<Double?>(nil)
 
     /// Where the weights were loaded from.
     public let url: URL
@@ -83,6 +85,11 @@ public final class YOLO: Sendable {
         let size = ((config.imageSize ?? model.imageSize) + stride - 1) / stride * stride
         let shape = [image.height, image.width]
         func ms(_ a: UInt64, _ b: UInt64) -> Double { Double(b - a) / 1e6 }
+        try checkMemory(size, stride: stride, budget: config.memoryBudget ?? YOLOConfiguration.defaultMemoryBudget) { s in
+            if self.task == .classify { return (s, s) }
+            let t = Letterbox(imgsz: s, stride: stride, auto: !config.square).transform(width: image.width, height: image.height)
+            return (t.inputHeight, t.inputWidth)
+        }
 
         if self.task == .classify {
             let input = ClassifyTransform(size: size)(image)
@@ -159,6 +166,32 @@ public final class YOLO: Sendable {
         guard let requested, requested != task else { return task }
         if requested == .detect && (task == .segment || task == .pose) { return .detect }
         throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task.rawValue, requested: requested.rawValue)
+    }
+
+    /// Refuses an image size whose estimated working memory exceeds `budget`, before any of it
+    /// is allocated, naming the largest size (a multiple of `stride`) that fits.
+    private func checkMemory(_ size: Int, stride: Int, budget: Int, inputShape: (Int) -> (height: Int, width: Int)) throws {
+        let perPixel = try bytesPerPixel.withLock { cached in
+            if let cached { return cached }
+            // The pass's own memory, plus the input tensor: 3 floats a pixel.
+            let measured = try model.network.measureBytesPerPixel() + 12
+            cached = measured
+            return measured
+        }
+        func needed(_ s: Int) -> Double {
+            let (h, w) = inputShape(s)
+            return model.network.estimatedBytes(height: h, width: w, bytesPerPixel: perPixel)
+        }
+        guard needed(size) > Double(budget) else { return }
+        // The estimate grows with the size: the largest number of strides that fits.
+        var fits = 0, over = size / stride
+        while over - fits > 1 {
+            let mid = (fits + over) / 2
+            if needed(mid * stride) <= Double(budget) { fits = mid } else { over = mid }
+        }
+        let (h, w) = inputShape(size)
+        throw YOLOError.memoryBudgetExceeded(imageSize: size, height: h, width: w, needed: Int(needed(size)), budget: budget,
+                                             largestFitting: fits * stride >= 32 ? fits * stride : nil)
     }
 
     private func name(_ cls: Int) -> String { cls >= 0 && cls < names.count ? names[cls] : "class\(cls)" }

@@ -14,6 +14,9 @@ public enum YOLOError: Error, LocalizedError, Equatable {
     case invalidImage(source: String, reason: String)
     /// A download failed or did not match its checksum.
     case downloadFailed(url: String, reason: String)
+    /// A prediction at `imageSize` (a `height`×`width` input) would need more working memory than
+    /// the budget; `largestFitting` is the largest image size that fits (nil: none).
+    case memoryBudgetExceeded(imageSize: Int, height: Int, width: Int, needed: Int, budget: Int, largestFitting: Int?)
 
     public var errorDescription: String? {
         switch self {
@@ -30,6 +33,12 @@ public enum YOLOError: Error, LocalizedError, Equatable {
             "cannot use image \(source): \(reason)"
         case let .downloadFailed(url, reason):
             "download of \(url) failed: \(reason)"
+        case let .memoryBudgetExceeded(imageSize, height, width, needed, budget, largestFitting):
+            "image size \(imageSize) (a \(width)×\(height) input) needs about \(gigabytes(needed)) of working memory, more than "
+                + "the budget of \(gigabytes(budget)) (YOLOConfiguration.memoryBudget, by default half the memory available); "
+                + (largestFitting.map { "image size \($0) or less fits" } ?? "no image size fits")
         }
     }
 }
+
+private func gigabytes(_ bytes: Int) -> String { String(format: "%.2f GB", Double(bytes) / 1e9) }

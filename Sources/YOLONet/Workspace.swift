@@ -49,6 +49,9 @@ package final class Workspace {
 
     package init() {}
 
+    /// Bytes of the arena the last planned pass needs, and of the kernels' largest temporaries.
+    package var plannedBytes: Int { planned * MemoryLayout<Float>.stride + scratch.bytes }
+
     deinit {
         arena?.deallocate()
         for block in blocks where block.onHeap && block.end == Int.max { block.base.deallocate() }
@@ -183,5 +186,23 @@ package final class Workspace {
             bufferBytes[slot] = bytes
         }
         return buffers[slot]!.bindMemory(to: T.self, capacity: count)
+    }
+}
+
+extension Network {
+    /// Bytes a pass on a height × width input needs, estimated without allocating them:
+    /// `bytesPerPixel` (a pass's activations and kernel temporaries measured at a small size,
+    /// over its pixel count: they grow with the pixel count) × pixels, plus the attention
+    /// scores, positions² floats, which grow with its square.
+    package func estimatedBytes(height: Int, width: Int, bytesPerPixel: Double) -> Double {
+        let positions = nodes.filter { !$0.op.attentions.isEmpty }.map { Double((height / $0.stride) * (width / $0.stride)) }.max() ?? 0
+        return bytesPerPixel * Double(height * width) + Double(MemoryLayout<Float>.stride) * positions * positions
+    }
+
+    /// `bytesPerPixel` for `estimatedBytes`, from one pass on a (4 · maxStride)² input.
+    package func measureBytesPerPixel() throws -> Double {
+        let side = 4 * maxStride, ws = Workspace()
+        _ = try forward(Tensor(zeros: [1, inputChannels, side, side]), in: ws)
+        return Double(ws.plannedBytes) / Double(side * side)
     }
 }

@@ -294,6 +294,44 @@ final class PredictTests: XCTestCase {
         }
     }
 
+    /// An image size whose working memory would exceed the budget is refused before any of it is
+    /// allocated (imgsz 8192 took 11 GB and a minute, or aborted in malloc under a limit), naming
+    /// the largest size that fits; that size then runs.
+    func testImageSizeOverTheMemoryBudgetIsRefused() async throws {
+        let yolo = try await model("yolo26n")
+        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        var config = YOLOConfiguration()
+        config.imageSize = 8192
+        config.memoryBudget = 2_000_000_000
+        yolo.configuration = config
+        let before = peakResidentBytes()
+        do {
+            _ = try await yolo.predict(bus)
+            XCTFail("expected memoryBudgetExceeded")
+        } catch YOLOError.memoryBudgetExceeded(8192, 8192, 6144, let needed, 2_000_000_000, let fits?) {
+            XCTAssertGreaterThan(needed, 10_000_000_000, "attention alone takes (256 · 192)² floats")
+            XCTAssertEqual(fits % 32, 0)
+            XCTAssertTrue((2048..<8192).contains(fits), "\(fits)")
+        }
+        XCTAssertLessThan(peakResidentBytes() - before, 100_000_000, "the refusal allocated the working memory")
+        config.imageSize = 1280
+        yolo.configuration = config
+        let result = try await yolo.predict(bus)
+        XCTAssertEqual(result.inputShape, [1, 3, 1280, 960])
+        config.memoryBudget = 1
+        yolo.configuration = config
+        do {
+            _ = try await yolo.predict(bus)
+            XCTFail("expected memoryBudgetExceeded")
+        } catch YOLOError.memoryBudgetExceeded(1280, _, _, _, 1, nil) {}
+    }
+
+    private func peakResidentBytes() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_maxrss * 1024
+    }
+
     func testJSONKeysFollowTheReference() async throws {
         let yolo = try await model("yolo26n")
         var result = try await yolo.predict(shared().appendingPathComponent("images/bus.jpg").path)
