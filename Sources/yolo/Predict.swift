@@ -9,7 +9,7 @@ struct Predict: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on images: detect, segment, pose, obb or classify, as the model was trained.")
 
-    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache) or .safetensors path.")
+    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .safetensors path or http(s) URL.")
     var model: String = "yolo26n"
 
     @Option(help: ArgumentHelp("The task expected of the model: detect, segment, pose, obb or classify.",
@@ -46,7 +46,7 @@ struct Predict: AsyncParsableCommand {
         """))
     var saveTxt = false
 
-    @Option(name: .customLong("save-json"), help: "Write all results to this JSON file.")
+    @Option(name: .customLong("save-json"), help: "Write all results to this JSON file (an array, written as images finish).")
     var saveJSON: String?
 
     @Option(help: "Folder for saved runs.")
@@ -76,30 +76,42 @@ struct Predict: AsyncParsableCommand {
                 }
                 return task
             }
+            let json = try saveJSON.map { try JSONStream(path: $0) }
             let yolo = try await YOLO(model, configuration: config)
             let files = try imageFiles(source)
             let saveDirectory = save || saveTxt ? try makeRunDirectory() : nil
-            var results = [Results]()
+            // Each result is written as it completes and dropped: memory stays that of one image.
+            var done = 0, skipped = 0, total = (preprocess: 0.0, inference: 0.0, postprocess: 0.0)
             for (i, file) in files.enumerated() {
-                let result = try await yolo.predict(file.path, task: requested)
-                results.append(result)
+                let result: Results
+                do {
+                    result = try await yolo.predict(file.path, task: requested)
+                } catch let error as ImageError where files.count > 1 {
+                    // As Ultralytics does: an unreadable image is reported and the batch goes on.
+                    skipped += 1
+                    FileHandle.standardError.write(Data(
+                        "WARNING ⚠️ image \(i + 1)/\(files.count) skipped: \(error.localizedDescription)\n".utf8))
+                    continue
+                }
+                done += 1
+                total.preprocess += result.speed.preprocess
+                total.inference += result.speed.inference
+                total.postprocess += result.speed.postprocess
                 print("image \(i + 1)/\(files.count) \(file.path): \(result.inputShape[2])x\(result.inputShape[3]) "
                       + result.summary + String(format: "%.1fms", result.speed.inference))
+                try json?.append(result)
                 if let saveDirectory {
                     if save { try result.annotated().write(to: saveDirectory.appendingPathComponent(file.lastPathComponent)) }
                     if saveTxt { try writeLabels(result, for: file, in: saveDirectory) }
                 }
             }
-            let n = Double(max(results.count, 1))
-            let mean = { (f: (Speed) -> Double) in results.map { f($0.speed) }.reduce(0, +) / n }
+            try json?.close()
+            guard done > 0 else { throw CommandFailure(message: "none of the \(files.count) images could be read") }
+            let n = Double(done)
             print(String(format: "Speed: %.1fms preprocess, %.1fms inference, %.1fms postprocess per image",
-                         mean(\.preprocess), mean(\.inference), mean(\.postprocess)))
-            if let saveJSON {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(results).write(to: URL(fileURLWithPath: saveJSON))
-                print("Results saved to \(saveJSON)")
-            }
+                         total.preprocess / n, total.inference / n, total.postprocess / n))
+            print("\(files.count) images, \(skipped) skipped")
+            if let saveJSON { print("Results saved to \(saveJSON)") }
             if let saveDirectory { print("Results saved to \(saveDirectory.path)") }
         } catch let error as CommandFailure {
             throw error
@@ -108,22 +120,25 @@ struct Predict: AsyncParsableCommand {
         }
     }
 
-    /// A file, every JPEG/PNG in a folder (sorted), or the matches of a glob pattern.
+    /// A file, every image in a folder (sorted), or the matches of a glob pattern. Images are
+    /// files with Ultralytics' image extensions (and GIF): those not JPEG or PNG inside are
+    /// reported as skipped, not passed over.
     private func imageFiles(_ source: String) throws -> [URL] {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
-        let isImage = { (path: String) in ["jpg", "jpeg", "png"].contains((path as NSString).pathExtension.lowercased()) }
+        let extensions: Set = ["jpg", "jpeg", "png", "bmp", "dng", "mpo", "tif", "tiff", "webp", "pfm", "heic", "gif"]
+        let isImage = { (path: String) in extensions.contains((path as NSString).pathExtension.lowercased()) }
         if fm.fileExists(atPath: source, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { return [URL(fileURLWithPath: source)] }
             let names = try fm.contentsOfDirectory(atPath: source).filter(isImage).sorted()
-            guard !names.isEmpty else { throw CommandFailure(message: "no JPEG or PNG images in folder \(source)") }
+            guard !names.isEmpty else { throw CommandFailure(message: "no images in folder \(source)") }
             return names.map { URL(fileURLWithPath: source).appendingPathComponent($0) }
         }
         var matches = glob_t()
         defer { globfree(&matches) }
         guard glob(source, 0, nil, &matches) == 0 else { throw CommandFailure(message: "source \(source) does not exist") }
         let paths = (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.filter(isImage)
-        guard !paths.isEmpty else { throw CommandFailure(message: "no JPEG or PNG images match \(source)") }
+        guard !paths.isEmpty else { throw CommandFailure(message: "no images match \(source)") }
         return paths.sorted().map { URL(fileURLWithPath: $0) }
     }
 
@@ -137,7 +152,15 @@ struct Predict: AsyncParsableCommand {
             candidate = base.appendingPathComponent("\(name)\(n)")
             n += 1
         }
-        try fm.createDirectory(at: candidate, withIntermediateDirectories: true)
+        // mkdir -p by hand: Foundation's errors on Linux do not say why.
+        var path = project.hasPrefix("/") ? "" : "."
+        for component in candidate.path.dropFirst(base.path.count - project.count).split(separator: "/") {
+            path += "/" + component
+            guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+                throw CommandFailure(message: "cannot create the run folder \(project)/\(candidate.lastPathComponent): "
+                                     + String(cString: strerror(errno)))
+            }
+        }
         return candidate
     }
 
@@ -176,5 +199,42 @@ struct Predict: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: labels, withIntermediateDirectories: true)
         try (lines.joined(separator: "\n") + "\n").write(
             to: labels.appendingPathComponent(file.deletingPathExtension().lastPathComponent + ".txt"), atomically: true, encoding: .utf8)
+    }
+}
+
+/// A JSON array written one element at a time. The file is created at once, so a path that
+/// cannot be written fails before any inference.
+final class JSONStream {
+    private let path: String
+    private let file: UnsafeMutablePointer<FILE>
+    private var count = 0
+    private let encoder = JSONEncoder()
+
+    init(path: String) throws {
+        guard let file = fopen(path, "w") else {
+            throw CommandFailure(message: "cannot write --save-json \(path): \(String(cString: strerror(errno)))")
+        }
+        (self.path, self.file) = (path, file)
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    }
+
+    deinit { fclose(file) }
+
+    func append(_ value: some Encodable) throws {
+        try write((count == 0 ? "[\n" : ",\n") + String(decoding: try encoder.encode(value), as: UTF8.self))
+        count += 1
+    }
+
+    func close() throws {
+        try write(count == 0 ? "[]\n" : "\n]\n")
+        guard fflush(file) == 0 else { throw failure() }
+    }
+
+    private func write(_ text: String) throws {
+        guard fputs(text, file) >= 0 else { throw failure() }
+    }
+
+    private func failure() -> CommandFailure {
+        CommandFailure(message: "cannot write --save-json \(path): \(String(cString: strerror(errno)))")
     }
 }

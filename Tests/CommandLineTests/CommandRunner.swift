@@ -30,6 +30,31 @@ func runCommand(_ executable: URL, _ arguments: [String], in directory: URL,
                          stderr: try String(contentsOf: err, encoding: .utf8))
 }
 
+/// Runs `executable` as `runCommand` does (output discarded) and returns its exit status and
+/// peak resident memory in bytes (VmHWM, read from /proc every 10 ms until it exits).
+func runMeasuringPeak(_ executable: URL, _ arguments: [String], in directory: URL,
+                      environment: [String: String]) throws -> (status: Int32, peakBytes: Int) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    var peak = 0
+    while process.isRunning {
+        if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
+            peak = max(peak, kilobytes << 10)
+        }
+        usleep(10_000)
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, peak)
+}
+
 /// A file of the shared test data, as in the other test targets: `YOLO_SHARED_DIR`, else
 /// ../shared beside the package; weights in `YOLO_WEIGHTS_DIR`, else its weights/.
 func sharedFile(_ kind: String, _ name: String) throws -> URL {

@@ -114,6 +114,76 @@ final class YOLOCommandTests: CommandTestCase {
         XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
     }
 
+    /// Unreadable images and formats other than JPEG and PNG are reported one by one and the
+    /// batch goes on; the good results are all written (the first bad image lost them all).
+    func testUnreadableImagesAreSkippedAndTheRestWritten() throws {
+        let folder = scratch.appendingPathComponent("mixed")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: try sharedFile("images", "bus.jpg"), to: folder.appendingPathComponent("a-bus.jpg"))
+        try FileManager.default.copyItem(at: try sharedFile("images", "zidane.jpg"), to: folder.appendingPathComponent("z-zidane.jpg"))
+        try Data("not an image".utf8).write(to: folder.appendingPathComponent("b-fake.jpg"))
+        try Data("BM\u{0}\u{0}".utf8).write(to: folder.appendingPathComponent("c.bmp"))
+        try Data("RIFF\u{0}\u{0}\u{0}\u{0}WEBP".utf8).write(to: folder.appendingPathComponent("d.webp"))
+        try Data("GIF89a".utf8).write(to: folder.appendingPathComponent("e.gif"))
+        try Data("II*\u{0}".utf8).write(to: folder.appendingPathComponent("f.tiff"))
+        try Data("notes".utf8).write(to: folder.appendingPathComponent("notes.txt"))
+        let result = try yolo(["predict", "--source", folder.path, "--save-json", "out.json", "--save-txt"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let warnings = result.stderr.split(separator: "\n")
+        XCTAssertEqual(warnings.count, 5, result.stderr)
+        for (i, name) in ["b-fake.jpg", "c.bmp", "d.webp", "e.gif", "f.tiff"].enumerated() {
+            XCTAssertTrue(warnings[i].hasPrefix("WARNING ⚠️ image \(i + 2)/7 skipped: "), String(warnings[i]))
+            XCTAssertTrue(warnings[i].contains(name), String(warnings[i]))
+        }
+        XCTAssertTrue(result.stdout.contains("image 7/7 \(folder.path)/z-zidane.jpg: 384x640 2 persons, 1 tie, "), result.stdout)
+        XCTAssertTrue(result.stdout.contains("\n7 images, 5 skipped\n"), result.stdout)
+        XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-bus.jpg", "z-zidane.jpg"])
+        XCTAssertEqual(try labels("exp", "a-bus").count, 5)
+
+        let bad = try yolo(["predict", "--source", folder.path + "/[bc]*"])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.stderr.hasSuffix("Error: none of the 2 images could be read\n"), bad.stderr)
+    }
+
+    /// Output paths that cannot be written fail at once, in one line, before any inference.
+    func testUnwritableOutputsFailFirstAndClearly() throws {
+        let bus = try sharedFile("images", "bus.jpg").path
+        try Data("a file".utf8).write(to: scratch.appendingPathComponent("file"))
+        for (arguments, message) in [
+            (["--save-json", "missing/out.json"], "Error: cannot write --save-json missing/out.json: No such file or directory"),
+            (["--save-json", scratch.path], "Error: cannot write --save-json \(scratch.path): Is a directory"),
+            (["--save", "--project", "file/runs"], "Error: cannot create the run folder file/runs/exp: Not a directory"),
+        ] {
+            let result = try yolo(["predict", "--source", bus] + arguments)
+            XCTAssertEqual(result.status, 1, "\(arguments)")
+            XCTAssertEqual(result.stderr, message + "\n", "\(arguments)")
+            XCTAssertFalse(result.stdout.contains("image 1/1"), "\(arguments): inference ran first")
+        }
+    }
+
+    /// Results are written as they complete and not kept: 300 images peak within 20 MB of 3
+    /// (each result held its decoded image, 3.8 MB an image).
+    func testMemoryDoesNotGrowWithTheNumberOfImages() throws {
+        let bus = try sharedFile("images", "bus.jpg")
+        func peak(images: Int) throws -> Int {
+            let folder = scratch.appendingPathComponent("images-\(images)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for i in 0..<images {
+                try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(String(format: "%04d.jpg", i)),
+                                                           withDestinationURL: bus)
+            }
+            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", folder.path, "--imgsz", "160",
+                                                                   "--save-json", "out-\(images).json", "--save-txt"],
+                                                      in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
+            XCTAssertEqual(status, 0)
+            XCTAssertEqual(try json("out-\(images).json").count, images)
+            return peak
+        }
+        let few = try peak(images: 3), many = try peak(images: 300)
+        XCTAssertLessThan(many - few, 20 << 20, "peak RSS \(few >> 20) MB over 3 images, \(many >> 20) MB over 300")
+    }
+
     func testDumpWritesEveryLayer() throws {
         let input = try sharedFile("reference", "yolo26n/zidane.safetensors")
         let result = try yolo(["dump", "--model", "yolo26n", "--input", input.path, "--output", "layers.safetensors"])
