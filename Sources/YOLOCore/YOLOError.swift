@@ -14,6 +14,8 @@ public enum YOLOError: Error, LocalizedError, Equatable {
     case invalidImage(source: String, reason: String)
     /// A download failed or did not match its checksum.
     case downloadFailed(url: String, reason: String)
+    /// Several cached downloads are named `name`.
+    case ambiguousModel(name: String, candidates: [String])
 
     public var errorDescription: String? {
         switch self {
@@ -30,6 +32,9 @@ public enum YOLOError: Error, LocalizedError, Equatable {
             "cannot use image \(source): \(reason)"
         case let .downloadFailed(url, reason):
             "download of \(url) failed: \(reason)"
+        case let .ambiguousModel(name, candidates):
+            "model '\(name)' matches several downloads in the cache: " + candidates.joined(separator: ", ")
+                + "; load it by its URL or path"
         }
     }
 }
