@@ -29,6 +29,8 @@ enum ModelCache {
     /// Seconds for the connect and stall timeouts when neither the caller nor
     /// `$YOLO_DOWNLOAD_TIMEOUT` gives one.
     static let defaultTimeout = 30.0
+    /// A day: longer is a mistake, and libcurl takes the timeouts as integers.
+    static let maxTimeout = 86_400.0
     /// A `.partial` file this old belongs to a download that was killed, not one in progress.
     static let stalePartialAge: TimeInterval = 86_400
 
@@ -121,8 +123,8 @@ enum ModelCache {
 
     static func seconds(of timeout: Duration) throws -> Double {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
-        guard seconds > 0 else {
-            throw YOLOError.invalidConfiguration(field: "timeout", value: "\(timeout)", reason: "must be positive")
+        guard seconds > 0, seconds <= maxTimeout else {
+            throw YOLOError.invalidConfiguration(field: "timeout", value: "\(timeout)", reason: "must be in (0, \(maxTimeout)] seconds")
         }
         return seconds
     }
@@ -130,9 +132,9 @@ enum ModelCache {
     /// `$YOLO_DOWNLOAD_TIMEOUT` in seconds, nil when unset or empty.
     static func environmentTimeout() throws -> Double? {
         guard let text = ProcessInfo.processInfo.environment["YOLO_DOWNLOAD_TIMEOUT"], !text.isEmpty else { return nil }
-        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+        guard let seconds = Double(text), seconds > 0, seconds <= maxTimeout else {
             throw YOLOError.invalidConfiguration(field: "YOLO_DOWNLOAD_TIMEOUT", value: text,
-                                                 reason: "must be a positive number of seconds")
+                                                 reason: "must be a number of seconds in (0, \(maxTimeout)]")
         }
         return seconds
     }

@@ -208,6 +208,20 @@ final class DownloadTests: XCTestCase {
         }
     }
 
+    /// A timeout out of range is a configuration error, not a trap in the conversion for libcurl.
+    func testInvalidTimeoutIsAConfigurationError() async throws {
+        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
+        setenv("YOLO_DOWNLOAD_TIMEOUT", "1e300", 1)
+        for (timeout, field) in [(nil, "YOLO_DOWNLOAD_TIMEOUT"), (Duration.seconds(0), "timeout")] as [(Duration?, String)] {
+            do {
+                _ = try await YOLO(url: url, timeout: timeout)
+                XCTFail("expected a configuration error for \(field)")
+            } catch let error as YOLOError {
+                guard case .invalidConfiguration(field, _, _) = error else { return XCTFail("\(error)") }
+            }
+        }
+    }
+
     /// Partial files older than a day (from a killed process) are removed by the next download.
     func testStalePartialFilesAreSwept() async throws {
         let cache = root.appendingPathComponent("cache")
