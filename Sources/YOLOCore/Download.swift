@@ -1,13 +1,24 @@
 import Dispatch
 import Foundation
+import YOLONet
 
 extension YOLO {
     /// Loads a model from a URL: downloaded once into `ModelLocator.cacheDirectory`, then read
     /// from there. With `sha256`, the file must have that digest (checked after download and
     /// on every cache hit; a mismatching cached file is downloaded again).
-    public convenience init(url: URL, sha256: String? = nil,
+    ///
+    /// - Parameter timeout: how long connecting may take, and how long the transfer may go
+    ///   without receiving a byte, before the download fails; `nil` takes the seconds in
+    ///   `$YOLO_DOWNLOAD_TIMEOUT`, else 30 s. The stall limit is counted in whole seconds.
+    public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil,
                             configuration: YOLOConfiguration = YOLOConfiguration()) async throws {
-        try self.init(contentsOf: try await ModelCache.fetch(url, sha256: sha256), configuration: configuration)
+        // libcurl blocks: on a Dispatch thread, not one of the concurrency pool's.
+        let file = try await withCheckedThrowingContinuation { (done: CheckedContinuation<URL, Error>) in
+            DispatchQueue.global().async {
+                done.resume(with: Result { try ModelCache.fetch(url, sha256: sha256, timeout: timeout) })
+            }
+        }
+        try self.init(contentsOf: file, configuration: configuration)
     }
 }
 
@@ -15,32 +26,35 @@ extension YOLO {
 /// renamed into place only once complete and verified, so an interrupted or corrupt download
 /// never leaves a file under the model's name.
 enum ModelCache {
-    static func fetch(_ url: URL, sha256 expected: String?) async throws -> URL {
+    /// Seconds for the connect and stall timeouts when neither the caller nor
+    /// `$YOLO_DOWNLOAD_TIMEOUT` gives one.
+    static let defaultTimeout = 30.0
+    /// A day: longer is a mistake, and libcurl takes the timeouts as integers.
+    static let maxTimeout = 86_400.0
+    /// A `.partial` file this old belongs to a download that was killed, not one in progress.
+    static let stalePartialAge: TimeInterval = 86_400
+
+    /// The cached file for `url`, downloaded first if it is not in the cache. Blocks the calling
+    /// thread for the download.
+    static func fetch(_ url: URL, sha256 expected: String?, timeout: Duration?) throws -> URL {
         if url.isFileURL { return url }
         let fm = FileManager.default
-        let name = url.lastPathComponent
-        guard name.hasSuffix(".safetensors") else {
-            throw YOLOError.downloadFailed(url: url.absoluteString, reason: "the URL does not name a .safetensors file")
-        }
         let directory = ModelLocator.cacheDirectory
-        let destination = directory.appendingPathComponent(name)
+        let destination = directory.appendingPathComponent(try fileName(for: url))
         if fm.fileExists(atPath: destination.path),
            try expected.map({ try digest(of: destination) == $0.lowercased() }) ?? true {
             return destination
         }
+        let seconds = try timeout.map(seconds(of:)) ?? environmentTimeout() ?? defaultTimeout
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
             throw YOLOError.downloadFailed(url: url.absoluteString, reason: "cannot create cache directory \(directory.path): \(error.localizedDescription)")
         }
-        let partial = directory.appendingPathComponent(".\(name).\(UUID().uuidString).partial")
+        sweepStalePartials(in: directory)
+        let partial = directory.appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).partial")
         do {
-            // libcurl blocks: on a Dispatch thread, not one of the concurrency pool's.
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
-                DispatchQueue.global().async {
-                    done.resume(with: Result { try Curl.download(url.absoluteString, to: partial.path) })
-                }
-            }
+            try Curl.download(url.absoluteString, to: partial.path, timeout: seconds)
             if let expected {
                 let actual = try digest(of: partial)
                 guard actual == expected.lowercased() else {
@@ -48,6 +62,7 @@ enum ModelCache {
                                                    reason: "SHA-256 \(actual) does not match the expected \(expected)")
                 }
             }
+            try validate(partial, from: url)
             // rename(2) replaces the destination atomically.
             guard rename(partial.path, destination.path) == 0 else {
                 throw YOLOError.downloadFailed(url: url.absoluteString, reason: "cannot move the download into \(destination.path)")
@@ -57,6 +72,71 @@ enum ModelCache {
             throw error as? YOLOError ?? YOLOError.downloadFailed(url: url.absoluteString, reason: error.localizedDescription)
         }
         return destination
+    }
+
+    /// `<first 16 hex digits of SHA-256(url)>-<last path component>`: keyed by the whole URL, so
+    /// two URLs ending in the same name do not collide; every character of the name outside
+    /// letters, digits, `.`, `-` and `_` becomes `_`, so a decoded `%2F` cannot leave the directory.
+    static func fileName(for url: URL) throws -> String {
+        let name = url.lastPathComponent
+        guard name.hasSuffix(".safetensors") else {
+            throw YOLOError.downloadFailed(url: url.absoluteString, reason: "the URL does not name a .safetensors file")
+        }
+        let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
+        return SHA256.hexDigest(Data(url.absoluteString.utf8)).prefix(16) + "-" + safe
+    }
+
+    /// Whether a download is a complete `yolo-safetensors/1` file, so that an HTML error page
+    /// or a cut-off body served with status 200 never enters the cache.
+    static func validate(_ file: URL, from url: URL) throws {
+        func fail(_ reason: String) -> YOLOError { .downloadFailed(url: url.absoluteString, reason: reason) }
+        let body = try Data(contentsOf: file, options: .alwaysMapped)
+        let parsed: SafeTensorsFile
+        do {
+            parsed = try SafeTensorsFile(data: body, source: "the body")
+        } catch {
+            if body.first(where: { !Character(UnicodeScalar($0)).isWhitespace }) == UInt8(ascii: "<") {
+                throw fail("the body is \(body.count) bytes of HTML, not a safetensors file")
+            }
+            throw fail("the body (\(body.count) bytes) is not a safetensors file: "
+                + ((error as? LocalizedError)?.errorDescription ?? "\(error)"))
+        }
+        guard let format = parsed.metadata["format"] else {
+            throw fail("the body is not a yolo-safetensors/1 file: its metadata has no 'format'")
+        }
+        guard format == "yolo-safetensors/1" else {
+            throw fail("the body is not a yolo-safetensors/1 file: its metadata 'format' is '\(format)'")
+        }
+    }
+
+    /// Removes `.partial` files left by downloads that were killed a day or more ago.
+    static func sweepStalePartials(in directory: URL) {
+        let fm = FileManager.default
+        let files = (try? fm.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+        for file in files where file.pathExtension == "partial" {
+            let modified = try? file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate
+            if let modified, -modified.timeIntervalSinceNow > stalePartialAge {
+                try? fm.removeItem(at: file)
+            }
+        }
+    }
+
+    static func seconds(of timeout: Duration) throws -> Double {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        guard seconds > 0, seconds <= maxTimeout else {
+            throw YOLOError.invalidConfiguration(field: "timeout", value: "\(timeout)", reason: "must be in (0, \(maxTimeout)] seconds")
+        }
+        return seconds
+    }
+
+    /// `$YOLO_DOWNLOAD_TIMEOUT` in seconds, nil when unset or empty.
+    static func environmentTimeout() throws -> Double? {
+        guard let text = ProcessInfo.processInfo.environment["YOLO_DOWNLOAD_TIMEOUT"], !text.isEmpty else { return nil }
+        guard let seconds = Double(text), seconds > 0, seconds <= maxTimeout else {
+            throw YOLOError.invalidConfiguration(field: "YOLO_DOWNLOAD_TIMEOUT", value: text,
+                                                 reason: "must be a number of seconds in (0, \(maxTimeout)]")
+        }
+        return seconds
     }
 
     static func digest(of file: URL) throws -> String {
@@ -112,8 +192,9 @@ private enum Curl {
                                 perform: perform, getLong: getLong, message: message, cleanup: cleanup))
     }()
 
-    /// Writes the body of a 200 response to `url` (redirects followed) into the file at `path`.
-    static func download(_ url: String, to path: String) throws {
+    /// Writes the body of a 200 response to `url` (redirects followed) into the file at `path`;
+    /// fails when connecting takes longer than `timeout` seconds or no byte arrives for as long.
+    static func download(_ url: String, to path: String, timeout: Double) throws {
         let curl: Library
         switch library {
         case .success(let loaded): curl = loaded
@@ -125,15 +206,30 @@ private enum Curl {
         defer { fclose(file) }
         guard let handle = curl.initialize() else { throw YOLOError.downloadFailed(url: url, reason: "curl_easy_init failed") }
         defer { curl.cleanup(handle) }
-        // CURLOPT_URL, CURLOPT_WRITEDATA (a FILE *, which libcurl's default writer fwrites to),
-        // CURLOPT_FOLLOWLOCATION, CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process).
-        _ = curl.setString(handle, 10002, url)
-        _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(file))
-        _ = curl.setLong(handle, 52, 1)
-        _ = curl.setLong(handle, 99, 1)
-        let code = curl.perform(handle)
+        // CURL_ERROR_SIZE: libcurl's message for a failure, more specific than curl_easy_strerror.
+        var detail = [CChar](repeating: 0, count: 256)
+        let code = detail.withUnsafeMutableBytes { detail in
+            // CURLOPT_URL, CURLOPT_WRITEDATA (a FILE *, which libcurl's default writer fwrites to),
+            // CURLOPT_FOLLOWLOCATION, CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process),
+            // CURLOPT_ERRORBUFFER, CURLOPT_CONNECTTIMEOUT_MS, and CURLOPT_LOW_SPEED_LIMIT and
+            // CURLOPT_LOW_SPEED_TIME: below 1 byte/s for that many whole seconds is a stall.
+            _ = curl.setString(handle, 10002, url)
+            _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(file))
+            _ = curl.setLong(handle, 52, 1)
+            _ = curl.setLong(handle, 99, 1)
+            _ = curl.setPointer(handle, 10010, detail.baseAddress)
+            _ = curl.setLong(handle, 156, Int((timeout * 1000).rounded(.up)))
+            _ = curl.setLong(handle, 19, 1)
+            _ = curl.setLong(handle, 20, Int(timeout.rounded(.up)))
+            return curl.perform(handle)
+        }
         guard code == 0 else {
-            throw YOLOError.downloadFailed(url: url, reason: curl.message(code).map { String(cString: $0) } ?? "libcurl error \(code)")
+            let message = detail[0] != 0 ? String(decoding: detail.prefix { $0 != 0 }.map(UInt8.init(bitPattern:)), as: UTF8.self)
+                : curl.message(code).map { String(cString: $0) } ?? "libcurl error \(code)"
+            // CURLE_OPERATION_TIMEDOUT.
+            guard code == 28 else { throw YOLOError.downloadFailed(url: url, reason: message) }
+            throw YOLOError.downloadFailed(url: url, reason: "timed out after \(timeout) s (the connect and stall timeout; "
+                + "set it with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter): \(message)")
         }
         // CURLINFO_RESPONSE_CODE.
         var status = 0

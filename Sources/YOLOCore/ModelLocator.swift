@@ -1,7 +1,8 @@
 import Foundation
 
-/// Finds weight files: a path as given, else `<name>.safetensors` in `YOLO_WEIGHTS_DIR`, then
-/// `Weights/` under the current directory, then the download cache.
+/// Finds weight files: an http(s) URL through the download cache, a path as given, else
+/// `<name>.safetensors` in `YOLO_WEIGHTS_DIR`, then `Weights/` under the current directory, then
+/// the download cache (where a download of `…/<name>.safetensors` also counts).
 public enum ModelLocator {
     /// The directories searched for a bare model name, in order.
     public static var searchDirectories: [URL] {
@@ -23,8 +24,13 @@ public enum ModelLocator {
         return base.appendingPathComponent("yolo-swift")
     }
 
-    /// The weight file for a model name ("yolo26n") or a path ("models/best.safetensors").
+    /// The weight file for a model name ("yolo26n"), a path ("models/best.safetensors") or an
+    /// http(s) URL ("https://host/best.safetensors"). A URL not yet in the cache is downloaded,
+    /// blocking the calling thread, with the timeout of `$YOLO_DOWNLOAD_TIMEOUT` (see `YOLO(url:)`).
     public static func url(for nameOrPath: String) throws -> URL {
+        if let url = URL(string: nameOrPath), ["http", "https"].contains(url.scheme?.lowercased()) {
+            return try ModelCache.fetch(url, sha256: nil, timeout: nil)
+        }
         let fm = FileManager.default
         let looksLikePath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors")
         if looksLikePath {
@@ -34,9 +40,19 @@ public enum ModelLocator {
             return URL(fileURLWithPath: nameOrPath)
         }
         let candidates = searchDirectories.map { $0.appendingPathComponent(nameOrPath + ".safetensors") }
-        guard let found = candidates.first(where: { fm.fileExists(atPath: $0.path) }) else {
-            throw YOLOError.modelNotFound(name: nameOrPath, searched: candidates.map(\.path))
+        if let found = candidates.first(where: { fm.fileExists(atPath: $0.path) }) { return found }
+        // Downloads are cached as `<16 hex digits of the URL's hash>-<name>.safetensors`.
+        let suffix = "-\(nameOrPath).safetensors"
+        let downloads = ((try? fm.contentsOfDirectory(atPath: cacheDirectory.path)) ?? [])
+            .filter { $0.hasSuffix(suffix) && $0.count == 16 + suffix.count && $0.prefix(16).allSatisfy(\.isHexDigit) }
+            .sorted().map { cacheDirectory.appendingPathComponent($0) }
+        guard downloads.count <= 1 else {
+            throw YOLOError.ambiguousModel(name: nameOrPath, candidates: downloads.map(\.path))
         }
-        return found
+        guard let download = downloads.first else {
+            throw YOLOError.modelNotFound(
+                name: nameOrPath, searched: candidates.map(\.path) + [cacheDirectory.appendingPathComponent("*" + suffix).path])
+        }
+        return download
     }
 }

@@ -6,6 +6,7 @@ import YOLOCore
 /// temporary cache directory.
 final class DownloadTests: XCTestCase {
     private var server: Process?
+    private var stallServer: Process?
     private var root: URL!
     private var port = 0
 
@@ -15,29 +16,53 @@ final class DownloadTests: XCTestCase {
         try FileManager.default.createDirectory(at: root.appendingPathComponent("cache"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: try weightsFile("yolo26n"), to: root.appendingPathComponent("www/yolo26n-served.safetensors"))
         setenv("YOLO_CACHE_DIR", root.appendingPathComponent("cache").path, 1)
-        port = Int.random(in: 20_000..<60_000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1",
-                             "--directory", root.appendingPathComponent("www").path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        server = process
-        // Wait (at most 10 s) until the server accepts connections (a TCP connect: Foundation
-        // reads http URLs only with FoundationNetworking, which YOLOCore does not link).
-        for _ in 0..<100 {
-            if listening(port) { return }
-            usleep(100_000)
-        }
-        XCTFail("the test HTTP server did not start")
+        (server, port) = try startServer { ["-m", "http.server", String($0), "--bind", "127.0.0.1",
+                                            "--directory", self.root.appendingPathComponent("www").path] }
     }
 
     override func tearDown() {
-        server?.terminate()
-        server?.waitUntilExit()
+        for process in [server, stallServer].compactMap({ $0 }) {
+            process.terminate()
+            process.waitUntilExit()
+        }
         unsetenv("YOLO_CACHE_DIR")
+        unsetenv("YOLO_DOWNLOAD_TIMEOUT")
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Runs `python3 arguments(port)` on a random port and waits (at most 10 s) until it accepts
+    /// connections (a TCP connect: Foundation reads http URLs only with FoundationNetworking,
+    /// which YOLOCore does not link).
+    private func startServer(_ arguments: (Int) -> [String]) throws -> (Process, Int) {
+        let port = Int.random(in: 20_000..<60_000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3"] + arguments(port)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var tries = 0
+        while !listening(port), tries < 100 {
+            usleep(100_000)
+            tries += 1
+        }
+        XCTAssertTrue(listening(port), "the test HTTP server did not start")
+        return (process, port)
+    }
+
+    private var cacheContents: [String] {
+        get throws { try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("cache").path).sorted() }
+    }
+
+    /// The cache's file name for `url`: a hash of the whole URL, then its last path component.
+    private func cachedName(_ url: String, _ name: String) -> String {
+        String(SHA256.hexDigest(Data(url.utf8)).prefix(16)) + "-" + name
+    }
+
+    private func publish(_ data: Data, as path: String) throws {
+        let file = root.appendingPathComponent("www/" + path)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file)
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
@@ -65,7 +90,7 @@ final class DownloadTests: XCTestCase {
         let digest = SHA256.hexDigest(try Data(contentsOf: try weightsFile("yolo26n")))
         let model = try await YOLO(url: url, sha256: digest)
         XCTAssertEqual(model.names[0], "person")
-        let cached = root.appendingPathComponent("cache/yolo26n-served.safetensors")
+        let cached = root.appendingPathComponent("cache/" + cachedName(url.absoluteString, "yolo26n-served.safetensors"))
         XCTAssertEqual(model.url.standardizedFileURL.path, cached.standardizedFileURL.path)
         // With the server gone, the cache still serves the model.
         server?.terminate()
@@ -85,7 +110,7 @@ final class DownloadTests: XCTestCase {
             guard case .downloadFailed(_, let reason) = error else { return XCTFail("\(error)") }
             XCTAssertTrue(reason.contains("SHA-256"), reason)
         }
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("cache").path), [])
+        XCTAssertEqual(try cacheContents, [])
     }
 
     func testMissingFileIsAnHTTPError() async throws {
@@ -96,5 +121,124 @@ final class DownloadTests: XCTestCase {
         } catch let error as YOLOError {
             XCTAssertEqual(error, .downloadFailed(url: url.absoluteString, reason: "HTTP status 404"))
         }
+    }
+
+    /// A body served with status 200 is cached only if it is a complete yolo-safetensors/1 file.
+    func testTruncatedHTMLOrForeignBodiesAreNotCached() async throws {
+        let weights = try Data(contentsOf: try weightsFile("yolo26n"))
+        try publish(weights.prefix(weights.count / 2), as: "truncated.safetensors")
+        let html = Data("<!DOCTYPE html>\n<html><body>Sign in to download</body></html>\n".utf8)
+        try publish(html, as: "login.safetensors")
+        let header = Data(#"{"__metadata__":{"task":"detect"},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#.utf8)
+        try publish(withUnsafeBytes(of: UInt64(header.count).littleEndian) { Data($0) } + header + Data(count: 4),
+                    as: "foreign.safetensors")
+        let cases = [("truncated", "truncated file?"),
+                     ("login", "the body is \(html.count) bytes of HTML, not a safetensors file"),
+                     ("foreign", "not a yolo-safetensors/1 file: its metadata has no 'format'")]
+        for (name, expected) in cases {
+            let url = URL(string: "http://127.0.0.1:\(port)/\(name).safetensors")!
+            do {
+                _ = try await YOLO(url: url)
+                XCTFail("expected a download error for \(name)")
+            } catch let error as YOLOError {
+                guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
+                XCTAssertTrue(reason.contains(expected), reason)
+            }
+        }
+        XCTAssertEqual(try cacheContents, [])
+    }
+
+    /// Two URLs with the same last path component are two models; an encoded separator in
+    /// that component stays inside the cache directory.
+    func testCacheIsKeyedByTheWholeURL() async throws {
+        try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: "a/best.safetensors")
+        try publish(try Data(contentsOf: try weightsFile("yolo26n-cls")), as: "b/best.safetensors")
+        let a = "http://127.0.0.1:\(port)/a/best.safetensors", b = "http://127.0.0.1:\(port)/b/best.safetensors"
+        let detect = try await YOLO(url: URL(string: a)!)
+        let classify = try await YOLO(url: URL(string: b)!)
+        XCTAssertEqual(detect.task, .detect)
+        XCTAssertEqual(classify.task, .classify)
+        let again = try await YOLO(url: URL(string: a)!)
+        XCTAssertEqual(again.task, .detect)
+        XCTAssertEqual(try cacheContents, [cachedName(a, "best.safetensors"), cachedName(b, "best.safetensors")].sorted())
+        // The bare name no longer says which of the two.
+        XCTAssertThrowsError(try ModelLocator.url(for: "best")) {
+            XCTAssertTrue(($0 as? LocalizedError)?.errorDescription?.contains("several downloads") == true, "\($0)")
+        }
+
+        // http.server serves www/escape.safetensors for this path.
+        try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: "escape.safetensors")
+        let escape = "http://127.0.0.1:\(port)/sub%2F..%2F..%2Fescape.safetensors"
+        let model = try await YOLO(url: URL(string: escape)!)
+        XCTAssertEqual(model.url.deletingLastPathComponent().standardizedFileURL.path,
+                       root.appendingPathComponent("cache").standardizedFileURL.path)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.path).sorted(), ["cache", "www"])
+        XCTAssertEqual(try cacheContents.count, 3)
+    }
+
+    /// A server that sends the headers and then nothing: a timeout error within seconds, and no
+    /// partial file left behind.
+    func testStalledDownloadTimesOut() async throws {
+        let script = """
+            import signal, socket, sys
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])  # spawned from a thread that blocks SIGTERM
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); held = []
+            while True:
+                c, _ = s.accept(); c.recv(65536)
+                c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\n\\r\\n"); held.append(c)
+            """
+        let stalling: Int
+        (stallServer, stalling) = try startServer { ["-c", script, String($0)] }
+        let url = URL(string: "http://127.0.0.1:\(stalling)/stalled.safetensors")!
+        // The caller's timeout, then the environment's.
+        let attempts: [(Duration?, String)] = [(.seconds(1), "600"), (nil, "1")]
+        for (timeout, environment) in attempts {
+            setenv("YOLO_DOWNLOAD_TIMEOUT", environment, 1)
+            let start = Date()
+            do {
+                _ = try await YOLO(url: url, timeout: timeout)
+                XCTFail("expected a timeout")
+            } catch let error as YOLOError {
+                guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
+                XCTAssertTrue(reason.contains("timed out after 1.0 s"), reason)
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(start), 10)
+            XCTAssertEqual(try cacheContents, [])
+        }
+    }
+
+    /// A timeout out of range is a configuration error, not a trap in the conversion for libcurl.
+    func testInvalidTimeoutIsAConfigurationError() async throws {
+        let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
+        setenv("YOLO_DOWNLOAD_TIMEOUT", "1e300", 1)
+        for (timeout, field) in [(nil, "YOLO_DOWNLOAD_TIMEOUT"), (Duration.seconds(0), "timeout")] as [(Duration?, String)] {
+            do {
+                _ = try await YOLO(url: url, timeout: timeout)
+                XCTFail("expected a configuration error for \(field)")
+            } catch let error as YOLOError {
+                guard case .invalidConfiguration(field, _, _) = error else { return XCTFail("\(error)") }
+            }
+        }
+    }
+
+    /// Partial files older than a day (from a killed process) are removed by the next download.
+    func testStalePartialFilesAreSwept() async throws {
+        let cache = root.appendingPathComponent("cache")
+        let stale = cache.appendingPathComponent(".old.safetensors.1.partial")
+        let fresh = cache.appendingPathComponent(".new.safetensors.2.partial")
+        for file in [stale, fresh] { try Data(count: 10).write(to: file) }
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -2 * 86_400)], ofItemAtPath: stale.path)
+        _ = try await YOLO(url: URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fresh.path))
+    }
+
+    /// `YOLO("https://…")`, as `yolo predict --model URL` calls it, downloads through the cache.
+    func testURLIsAcceptedAsAModelName() async throws {
+        let url = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
+        let model = try await YOLO(url)
+        XCTAssertEqual(model.names[0], "person")
+        XCTAssertEqual(try cacheContents, [cachedName(url, "yolo26n-served.safetensors")])
     }
 }
