@@ -18,6 +18,8 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var square: Bool = false
     /// Box outline width in pixels for `annotated()`, 0.5…3; derived from the image size when nil.
     public var lineWidth: Double? = nil
+    /// Largest width · height of an image file `predict` decodes; see `Image(contentsOf:maxPixels:)`.
+    public var maxImagePixels: Int = Image.defaultMaxPixels
 
     public init() {}
 
@@ -32,5 +34,6 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
         if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
+        guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }
     }
 }
