@@ -20,8 +20,9 @@ let package = Package(
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
         .systemLibrary(name: "CJPEG", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .target(name: "CImageDecode", linkerSettings: [.linkedLibrary("jpeg")]),
         // Public API.
-        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG"]),
+        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode"]),
         .executableTarget(
             name: "yolo",
             dependencies: ["YOLOCore", "YOLONet", .product(name: "ArgumentParser", package: "swift-argument-parser")]

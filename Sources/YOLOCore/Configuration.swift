@@ -24,6 +24,8 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     /// larger input size is refused with `YOLOError.memoryBudgetExceeded`. Default (nil): half
     /// of the memory available (`defaultMemoryBudget`).
     public var memoryBudget: Int? = nil
+    /// Largest width · height of an image file `predict` decodes; see `Image(contentsOf:maxPixels:)`.
+    public var maxImagePixels: Int = Image.defaultMaxPixels
 
     public init() {}
 
@@ -39,6 +41,7 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
         if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
         if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
+        guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }
     }
 
     /// Half of the smallest of the physical memory, the cgroup's memory limit and the address

@@ -12,10 +12,10 @@ public struct Image: Sendable, Equatable {
     /// `width · height · 3` bytes.
     public internal(set) var pixels: [UInt8]
 
-    /// Largest accepted side and pixel count: bigger files are taken as corrupt or hostile
-    /// rather than allocated (2²⁸ pixels are 768 MiB of RGB).
-    public static let maxSide = 32768
-    public static let maxPixels = 1 << 28
+    /// The pixel budget of decoding unless the caller gives another: a header claiming more is
+    /// refused before any pixel memory is taken, as corrupt or hostile (10⁸ pixels are
+    /// 300 MB of RGB).
+    public static let defaultMaxPixels = 100_000_000
 
     /// Interleaved 8-bit layouts, rows packed.
     public enum PixelFormat: Sendable {
@@ -32,11 +32,13 @@ public struct Image: Sendable, Equatable {
 
     /// An image from raw pixels; alpha is dropped without compositing, gray is replicated.
     public init(pixels: [UInt8], width: Int, height: Int, format: PixelFormat) throws {
-        try Image.checkSize(width: width, height: height, source: "pixel buffer")
-        let count = width * height
-        guard pixels.count == count * format.channels else {
+        guard width > 0, height > 0 else {
+            throw ImageError.invalidPixels(reason: "size \(width)×\(height) has no pixels")
+        }
+        let (count, overflow) = width.multipliedReportingOverflow(by: height)
+        guard !overflow, pixels.count / format.channels == count, pixels.count % format.channels == 0 else {
             throw ImageError.invalidPixels(
-                reason: "\(width)×\(height) \(format) needs \(count * format.channels) bytes, got \(pixels.count)")
+                reason: "\(width)×\(height) \(format) does not match its \(pixels.count) bytes")
         }
         var rgb = [UInt8](repeating: 0, count: count * 3)
         let (r, g, b, step): (Int, Int, Int, Int) = switch format {
@@ -63,12 +65,10 @@ public struct Image: Sendable, Equatable {
         self.pixels = rgb
     }
 
-    static func checkSize(width: Int, height: Int, source: String) throws {
-        guard width > 0, height > 0 else {
-            throw ImageError.invalidPixels(reason: "\(source): size \(width)×\(height) has no pixels")
-        }
-        guard width <= maxSide, height <= maxSide, width * height <= maxPixels else {
-            throw ImageError.tooLarge(file: source, width: width, height: height)
+    /// Throws `tooLarge` when a header's size is over the caller's pixel budget.
+    static func checkSize(width: Int, height: Int, maxPixels: Int, source: String) throws {
+        guard width * height <= maxPixels else {
+            throw ImageError.tooLarge(file: source, width: width, height: height, maxPixels: maxPixels)
         }
     }
 
@@ -132,8 +132,8 @@ public enum ImageError: Error, LocalizedError, Equatable {
     case corrupt(file: String, reason: String)
     /// A JPEG stream that ends before its image data does.
     case truncated(file: String)
-    /// More than `Image.maxSide` pixels per side or `Image.maxPixels` in all.
-    case tooLarge(file: String, width: Int, height: Int)
+    /// A header claiming more pixels than the decoder's `maxPixels` budget.
+    case tooLarge(file: String, width: Int, height: Int, maxPixels: Int)
     /// A pixel buffer that does not match its stated size and format.
     case invalidPixels(reason: String)
     /// `write(to:)` knows only `.jpg`, `.jpeg` and `.png`.
@@ -148,8 +148,9 @@ public enum ImageError: Error, LocalizedError, Equatable {
         case let .unsupportedFormat(file): "\(file) is not a JPEG or PNG image"
         case let .corrupt(file, reason): "\(file) is corrupt: \(reason)"
         case let .truncated(file): "\(file) is truncated: the JPEG data ends early"
-        case let .tooLarge(file, width, height):
-            "\(file) is \(width)×\(height) pixels, more than the \(Image.maxSide) per side or \(Image.maxPixels) in all accepted"
+        case let .tooLarge(file, width, height, maxPixels):
+            "\(file) claims \(width)×\(height) = \(width * height) pixels, more than the budget of \(maxPixels); "
+                + "for a trusted file raise it with Image(contentsOf:maxPixels:) or YOLOConfiguration.maxImagePixels"
         case let .invalidPixels(reason): "invalid pixels: \(reason)"
         case let .unsupportedExtension(file): "cannot write \(file): use .jpg, .jpeg or .png"
         case let .writeFailed(file, reason): "cannot write \(file): \(reason)"

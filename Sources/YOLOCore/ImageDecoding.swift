@@ -1,32 +1,35 @@
+import CImageDecode
 import CJPEG
 import CPNG
 import Foundation
 
 extension Image {
     /// Decodes a JPEG or PNG file, recognised by its first bytes, not its extension.
-    public init(contentsOf url: URL) throws {
+    /// - Parameter maxPixels: the largest width · height accepted, checked from the header
+    ///   before any pixel memory is taken; raise it for larger images from trusted sources.
+    public init(contentsOf url: URL, maxPixels: Int = Image.defaultMaxPixels) throws {
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
             throw ImageError.unreadable(file: url.path, reason: error.localizedDescription)
         }
-        try self.init(decoding: data, source: url.path)
+        try self.init(decoding: data, maxPixels: maxPixels, source: url.path)
     }
 
-    /// Decodes a JPEG or PNG held in memory.
-    public init(data: Data) throws {
-        try self.init(decoding: data, source: "<data>")
+    /// Decodes a JPEG or PNG held in memory; see `init(contentsOf:maxPixels:)` for `maxPixels`.
+    public init(data: Data, maxPixels: Int = Image.defaultMaxPixels) throws {
+        try self.init(decoding: data, maxPixels: maxPixels, source: "<data>")
     }
 
-    private init(decoding data: Data, source: String) throws {
+    private init(decoding data: Data, maxPixels: Int, source: String) throws {
         guard !data.isEmpty else { throw ImageError.empty(file: source) }
         self = try data.withUnsafeBytes { bytes in
             if bytes.starts(with: [0xFF, 0xD8, 0xFF]) {
-                return try JPEG.decode(bytes, source: source)
+                return try JPEG.decode(bytes, maxPixels: maxPixels, source: source)
             }
             if bytes.starts(with: PNG.signature) {
-                return try PNG.decode(bytes, source: source)
+                return try PNG.decode(bytes, maxPixels: maxPixels, source: source)
             }
             throw ImageError.unsupportedFormat(file: source)
         }
@@ -43,46 +46,39 @@ extension Image {
     }
 }
 
-/// JPEG through the TurboJPEG API, which reports libjpeg errors as return codes.
+/// `count` elements written by `fill`, which throws if it fails. They are not zeroed first:
+/// a large block comes fresh from the system and only the pages written take memory, so a
+/// file claiming more pixels than its data holds fails before the whole size is resident.
+private func decoded<T: BitwiseCopyable>(count: Int, _ fill: (UnsafeMutablePointer<T>) throws -> Void) throws -> [T] {
+    try [T](unsafeUninitializedCapacity: count) { buffer, initialized in
+        try fill(buffer.baseAddress!)
+        initialized = count
+    }
+}
+
+/// JPEG decoding through libjpeg's full API (see CImageDecode), row by row; encoding through
+/// TurboJPEG.
 enum JPEG {
-    static func decode(_ bytes: UnsafeRawBufferPointer, source: String) throws -> Image {
-        guard let handle = tjInitDecompress() else {
-            throw ImageError.corrupt(file: source, reason: "cannot start the JPEG decoder")
+    static func decode(_ bytes: UnsafeRawBufferPointer, maxPixels: Int, source: String) throws -> Image {
+        var width: Int32 = 0, height: Int32 = 0, cmyk: Int32 = 0
+        guard let decoder = yolo_jpeg_open(bytes.assumingMemoryBound(to: UInt8.self).baseAddress, bytes.count,
+                                           &width, &height, &cmyk) else {
+            throw ImageError.corrupt(file: source, reason: "no memory to start the JPEG decoder")
         }
-        defer { tjDestroy(handle) }
-        let jpeg = bytes.assumingMemoryBound(to: UInt8.self).baseAddress
-        let size = UInt(bytes.count)
-        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-        guard tjDecompressHeader3(handle, jpeg, size, &width, &height, &subsampling, &colorspace) == 0 else {
-            throw ImageError.corrupt(file: source, reason: String(cString: tjGetErrorStr2(handle)))
+        defer { yolo_jpeg_close(decoder) }
+        guard width > 0 else {
+            throw ImageError.corrupt(file: source, reason: String(cString: yolo_jpeg_message(decoder)))
         }
-        // TurboJPEG reads a stream that ends within the header as tables only, of size 0×0.
-        guard width > 0, height > 0 else {
-            throw ImageError.corrupt(file: source, reason: "no frame header: the data ends early or holds only tables")
-        }
-        try Image.checkSize(width: Int(width), height: Int(height), source: source)
-        // libjpeg cannot convert CMYK to RGB; OpenCV asks for CMYK and converts itself.
-        let cmyk = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
-        let format = cmyk ? TJPF_CMYK : TJPF_RGB
-        var out = [UInt8](repeating: 0, count: Int(width) * Int(height) * (cmyk ? 4 : 3))
-        // Defaults (accurate integer IDCT, fancy upsampling) are those of OpenCV's decoder.
-        // LIMITSCANS rejects progressive files with absurd scan counts, a denial of service.
-        let status = out.withUnsafeMutableBufferPointer {
-            tjDecompress2(handle, jpeg, size, $0.baseAddress, width, 0, height, Int32(format.rawValue), TJFLAG_LIMITSCANS)
-        }
-        if status != 0 {
-            let message = String(cString: tjGetErrorStr2(handle))
-            if tjGetErrorCode(handle) == Int32(TJERR_FATAL.rawValue) {
-                throw ImageError.corrupt(file: source, reason: message)
-            }
-            // Only a warning to libjpeg, which fills the missing part with gray and cv2.imread
-            // returns it so; here it is an error. Other warnings (stray bytes between markers)
-            // leave a whole image, kept as OpenCV keeps it.
-            if message.hasPrefix("Premature end of JPEG file") {
-                throw ImageError.truncated(file: source)
+        try Image.checkSize(width: Int(width), height: Int(height), maxPixels: maxPixels, source: source)
+        var out: [UInt8] = try decoded(count: Int(width) * Int(height) * (cmyk != 0 ? 4 : 3)) { out in
+            switch yolo_jpeg_decode(decoder, out) {
+            case 0: return
+            // libjpeg would fill the rest with gray and cv2.imread return it so; here it is an error.
+            case 1: throw ImageError.truncated(file: source)
+            default: throw ImageError.corrupt(file: source, reason: String(cString: yolo_jpeg_message(decoder)))
             }
         }
-        if cmyk { out = cmykToRGB(out) }
+        if cmyk != 0 { out = cmykToRGB(out) }
         let image = Image(width: Int(width), height: Int(height), rgb: out)
         return image.applyingOrientation(exifOrientation(bytes))
     }
@@ -147,12 +143,13 @@ enum PNG {
     /// Chunks that would make libpng convert samples between gammas; OpenCV ignores them.
     private static let colorManagement: Set<String> = ["gAMA", "sRGB", "iCCP", "cHRM", "cICP"]
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, source: String) throws -> Image {
-        // Rebuild the stream without the colour-management chunks, and find eXIf on the way.
-        // A malformed chunk list is passed on as it is, for libpng to report.
+    static func decode(_ bytes: UnsafeRawBufferPointer, maxPixels: Int, source: String) throws -> Image {
+        // Rebuild the stream without the colour-management chunks, and find eXIf and IEND on
+        // the way. A malformed chunk list is passed on as it is, for libpng to report.
         var stream = signature
         stream.reserveCapacity(bytes.count)
         var orientation = 1
+        var ended = false
         var pos = signature.count
         while pos + 12 <= bytes.count {
             let length = Int(bytes[pos]) << 24 | Int(bytes[pos + 1]) << 16 | Int(bytes[pos + 2]) << 8 | Int(bytes[pos + 3])
@@ -162,6 +159,7 @@ enum PNG {
             if type == "eXIf" {
                 orientation = tiffOrientation(UnsafeRawBufferPointer(rebasing: bytes[(pos + 8)..<(end - 4)]))
             }
+            if type == "IEND" { ended = true }
             if !colorManagement.contains(type) { stream += bytes[pos..<end] }
             pos = end
         }
@@ -169,12 +167,12 @@ enum PNG {
 
         var png = png_image()
         png.version = png_uint_32(PNG_IMAGE_VERSION)
-        return try stream.withUnsafeBytes { data in
+        let image: Image = try stream.withUnsafeBytes { data in
             guard png_image_begin_read_from_memory(&png, data.baseAddress, data.count) != 0 else {
                 throw ImageError.corrupt(file: source, reason: message(png))
             }
             do {
-                try Image.checkSize(width: Int(png.width), height: Int(png.height), source: source)
+                try Image.checkSize(width: Int(png.width), height: Int(png.height), maxPixels: maxPixels, source: source)
             } catch {
                 png_image_free(&png)
                 throw error
@@ -185,14 +183,19 @@ enum PNG {
             let channels = alpha ? 4 : 3
             // RGB(A) at the file's depth: libpng expands palettes, tRNS and gray, and with the
             // colour-management chunks gone it converts no sample values. It keeps 8-bit alpha
-            // separate; the 16-bit formats premultiply it.
+            // separate; the 16-bit formats premultiply it. libpng writes the rows one by one
+            // and fails at the first it lacks data for.
             png.format = PNG_FORMAT_FLAG_COLOR | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0) | (sixteen ? PNG_FORMAT_FLAG_LINEAR : 0)
-            var rgb = [UInt8](repeating: 0, count: count * 3)
-            if sixteen {
-                var samples = [UInt16](repeating: 0, count: count * channels)
-                guard png_image_finish_read(&png, nil, &samples, 0, nil) != 0 else {
-                    throw ImageError.corrupt(file: source, reason: message(png))
+            func read<T: BitwiseCopyable>(_: T.Type, channels: Int) throws -> [T] {
+                try decoded(count: count * channels) { samples in
+                    guard png_image_finish_read(&png, nil, samples, 0, nil) != 0 else {
+                        throw ImageError.corrupt(file: source, reason: message(png))
+                    }
                 }
+            }
+            if sixteen {
+                let samples = try read(UInt16.self, channels: channels)
+                var rgb = [UInt8](repeating: 0, count: count * 3)
                 for i in 0..<count {
                     let a = alpha ? UInt32(samples[channels * i + 3]) : 65535
                     for c in 0..<3 {
@@ -203,23 +206,23 @@ enum PNG {
                         rgb[3 * i + c] = UInt8(v >> 8)
                     }
                 }
-            } else if alpha {
-                var samples = [UInt8](repeating: 0, count: count * 4)
-                guard png_image_finish_read(&png, nil, &samples, 0, nil) != 0 else {
-                    throw ImageError.corrupt(file: source, reason: message(png))
-                }
+                return Image(width: width, height: height, rgb: rgb)
+            }
+            if alpha {
+                let samples = try read(UInt8.self, channels: 4)
+                var rgb = [UInt8](repeating: 0, count: count * 3)
                 for i in 0..<count {
                     rgb[3 * i] = samples[4 * i]
                     rgb[3 * i + 1] = samples[4 * i + 1]
                     rgb[3 * i + 2] = samples[4 * i + 2]
                 }
-            } else {
-                guard png_image_finish_read(&png, nil, &rgb, 0, nil) != 0 else {
-                    throw ImageError.corrupt(file: source, reason: message(png))
-                }
+                return Image(width: width, height: height, rgb: rgb)
             }
-            return Image(width: width, height: height, rgb: rgb).applyingOrientation(orientation)
+            return Image(width: width, height: height, rgb: try read(UInt8.self, channels: 3))
         }
+        // libpng's simplified API stops after the image data; OpenCV reads on to IEND.
+        guard ended else { throw ImageError.corrupt(file: source, reason: "no IEND chunk after the image data: the file ends early") }
+        return image.applyingOrientation(orientation)
     }
 
     static func encode(_ image: Image) throws -> Data {

@@ -64,7 +64,8 @@ public final class YOLO: Sendable {
     /// - Returns: results whose `task` says which fields are filled: `boxes` (detect), plus
     ///   `masks` (segment) or `keypoints` (pose) one per box, `obb` (obb) or `probs` (classify).
     public func predict(_ path: String, task: YOLOTask? = nil) async throws -> Results {
-        var result = try self(try Image(contentsOf: URL(fileURLWithPath: path)), task: task)
+        let image = try Image(contentsOf: URL(fileURLWithPath: path), maxPixels: configuration.maxImagePixels)
+        var result = try self(image, task: task)
         result.path = URL(fileURLWithPath: path).lastPathComponent
         return result
     }

@@ -150,12 +150,9 @@ final class ImageTests: XCTestCase {
         XCTAssertThrowsError(try Image(pixels: [], width: 0, height: 1, format: .rgb)) { error in
             guard case ImageError.invalidPixels = error else { return XCTFail("\(error)") }
         }
-        // Rejected before the pixel count is looked at, let alone allocated.
-        XCTAssertThrowsError(try Image(pixels: [], width: 40000, height: 1, format: .gray)) { error in
-            XCTAssertEqual(error as? ImageError, .tooLarge(file: "pixel buffer", width: 40000, height: 1))
-        }
-        XCTAssertThrowsError(try Image(pixels: [], width: 20000, height: 20000, format: .gray)) { error in
-            XCTAssertEqual(error as? ImageError, .tooLarge(file: "pixel buffer", width: 20000, height: 20000))
+        // A size whose pixel count overflows is a mismatch, not a crash.
+        XCTAssertThrowsError(try Image(pixels: [1, 2, 3], width: Int.max, height: 3, format: .rgb)) { error in
+            guard case ImageError.invalidPixels = error else { return XCTFail("\(error)") }
         }
     }
 
@@ -335,16 +332,6 @@ final class ImageTests: XCTestCase {
         badCRC[idat + 4 + length] ^= 0xFF
         XCTAssert(isCorrupt(error(writing: badCRC, as: "bad-crc.png")))
 
-        // Sizes beyond the limits are refused from the header, before any allocation.
-        let hugePNG = PNGBuilder.make(width: 40000, height: 1, bitDepth: 8, colorType: 0, rows: [])
-        XCTAssertEqual(error(writing: hugePNG, as: "huge.png"),
-                       .tooLarge(file: directory.appendingPathComponent("huge.png").path, width: 40000, height: 1))
-        var hugeJPEG = jpeg
-        let sof = (2..<jpeg.count - 1).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 }!
-        hugeJPEG[sof + 5] = 0xFF  // height 0xFFxx
-        hugeJPEG[sof + 7] = 0xFF  // width 0xFFxx
-        guard case .tooLarge = error(writing: hugeJPEG, as: "huge.jpg") else { return XCTFail("huge JPEG accepted") }
-
         // Missing files and directories.
         let missing = directory.appendingPathComponent("missing.jpg")
         XCTAssertThrowsError(try Image(contentsOf: missing)) { error in
@@ -356,6 +343,96 @@ final class ImageTests: XCTestCase {
         }
         XCTAssertThrowsError(try Image(data: Data())) { error in
             XCTAssertEqual(error as? ImageError, .empty(file: "<data>"))
+        }
+    }
+
+    /// Growth of the peak resident memory (VmHWM) while `body` runs, in MB.
+    private func peakMemoryGrowth(_ body: () throws -> Void) throws -> Int {
+        func kilobytes(_ field: String) throws -> Int {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
+            return try XCTUnwrap(Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]))
+        }
+        // Writing 5 to clear_refs resets VmHWM to the current resident size.
+        try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+        let before = try kilobytes("VmHWM")
+        try body()
+        return (try kilobytes("VmHWM") - before) / 1024
+    }
+
+    func testDecompressionBombsFailBeforeTheirPixelsAreInMemory() throws {
+        // Tiny files claiming side × side RGB pixels: a PNG with no image data, and a 16×16
+        // JPEG whose frame header says side × side.
+        func png(claiming side: Int) -> Data {
+            Data(PNGBuilder.make(width: side, height: side, bitDepth: 8, colorType: 2, rows: []))
+        }
+        let small = [UInt8](try Image(pixels: ImageFixtures.pattern(width: 16, height: 16), width: 16, height: 16, format: .rgb).jpegData())
+        let sof = (2..<small.count - 1).first { small[$0] == 0xFF && small[$0 + 1] == 0xC0 }!
+        func jpeg(claiming side: Int) -> Data {
+            var bytes = small
+            bytes[(sof + 5)..<(sof + 9)] = [UInt8(side >> 8), UInt8(side & 255), UInt8(side >> 8), UInt8(side & 255)]
+            return Data(bytes)
+        }
+        XCTAssertLessThan(png(claiming: 16384).count, 100)
+        XCTAssertLessThan(jpeg(claiming: 16384).count, 2000)
+
+        // Over the budget: refused from the header, naming the file, the size and the budget.
+        let directory = try ImageFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (name, data) in [("bomb.png", png(claiming: 16384)), ("bomb.jpg", jpeg(claiming: 16384))] {
+            let url = directory.appendingPathComponent(name)
+            try data.write(to: url)
+            let growth = try peakMemoryGrowth {
+                XCTAssertThrowsError(try Image(contentsOf: url)) { error in
+                    XCTAssertEqual(error as? ImageError,
+                                   .tooLarge(file: url.path, width: 16384, height: 16384, maxPixels: Image.defaultMaxPixels))
+                    let message = (error as? ImageError)?.errorDescription ?? ""
+                    for part in [url.path, "16384×16384", "\(Image.defaultMaxPixels)", "maxPixels", "maxImagePixels"] {
+                        XCTAssert(message.contains(part), "\(message) lacks \(part)")
+                    }
+                }
+            }
+            XCTAssertLessThan(growth, 32, "\(name): peak memory grew by \(growth) MB")
+        }
+
+        // Within the budget (8000² RGB is 192 MB, 16384² is 805 MB): decoded row by row, the
+        // files fail where their data ends, before the whole image is in memory.
+        let cases: [(String, Data, Int)] = [
+            ("8000² PNG", png(claiming: 8000), Image.defaultMaxPixels),
+            ("16384² PNG", png(claiming: 16384), 1 << 28),
+            ("8000² JPEG", jpeg(claiming: 8000), Image.defaultMaxPixels),
+            ("16384² JPEG", jpeg(claiming: 16384), 1 << 28),
+        ]
+        for (name, data, maxPixels) in cases {
+            let growth = try peakMemoryGrowth {
+                XCTAssertThrowsError(try Image(data: data, maxPixels: maxPixels)) { error in
+                    switch error as? ImageError {
+                    case .corrupt where name.hasSuffix("PNG"), .truncated where name.hasSuffix("JPEG"): break
+                    default: XCTFail("\(name): \(error)")
+                    }
+                }
+            }
+            XCTAssertLessThan(growth, 32, "\(name): peak memory grew by \(growth) MB")
+        }
+    }
+
+    func testEndMarkersAreRequiredAsOpenCVRequiresThem() throws {
+        // A JPEG missing only its EOI marker decodes whole (libjpeg merely warns, as in
+        // cv2.imread); one cut within its scan data is truncated.
+        let bus = try Data(contentsOf: ImageFixtures.shared("images/bus.jpg"))
+        XCTAssertEqual(Array(bus.suffix(2)), [0xFF, 0xD9])
+        XCTAssertEqual(try Image(data: Data(bus.dropLast(2))), try Image(data: bus))
+        XCTAssertThrowsError(try Image(data: Data(bus.prefix(bus.count / 2)))) { error in
+            XCTAssertEqual(error as? ImageError, .truncated(file: "<data>"))
+        }
+
+        // A PNG without its IEND chunk is refused, as by cv2.imread.
+        let png = [UInt8](try Image(pixels: ImageFixtures.pattern(width: 9, height: 7), width: 9, height: 7, format: .rgb).pngData())
+        XCTAssertEqual(Array(png.suffix(12)), PNGBuilder.chunk("IEND", []))
+        XCTAssertThrowsError(try Image(data: Data(png.dropLast(12)))) { error in
+            guard case let .corrupt(file, reason) = error as? ImageError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "<data>")
+            XCTAssert(reason.contains("IEND"), reason)
         }
     }
 
