@@ -24,13 +24,16 @@ public enum ModelLocator {
         return base.appendingPathComponent("yolo-swift")
     }
 
+    /// `nameOrPath` as a URL when it is an http(s) one.
+    static func httpURL(_ nameOrPath: String) -> URL? {
+        URL(string: nameOrPath).flatMap { ["http", "https"].contains($0.scheme?.lowercased()) ? $0 : nil }
+    }
+
     /// The weight file for a model name ("yolo26n"), a path ("models/best.safetensors") or an
     /// http(s) URL ("https://host/best.safetensors"). A URL not yet in the cache is downloaded,
     /// blocking the calling thread, with the timeout of `$YOLO_DOWNLOAD_TIMEOUT` (see `YOLO(url:)`).
     public static func url(for nameOrPath: String) throws -> URL {
-        if let url = URL(string: nameOrPath), ["http", "https"].contains(url.scheme?.lowercased()) {
-            return try ModelCache.fetch(url, sha256: nil, timeout: nil)
-        }
+        if let url = httpURL(nameOrPath) { return try ModelCache.fetch(url, sha256: nil, timeout: nil) }
         let fm = FileManager.default
         let looksLikePath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors")
         if looksLikePath {

@@ -39,9 +39,13 @@ public final class YOLO: Sendable {
     }
 
     /// Loads a model by name ("yolo26n", searched in `YOLO_WEIGHTS_DIR`, `Weights/` and the
-    /// download cache) or by path to a `.safetensors` file.
+    /// download cache), by path to a `.safetensors` file, or by http(s) URL (as `init(url:)`).
     public convenience init(_ nameOrPath: String, configuration: YOLOConfiguration = YOLOConfiguration()) async throws {
-        try self.init(contentsOf: try ModelLocator.url(for: nameOrPath), configuration: configuration)
+        if let url = ModelLocator.httpURL(nameOrPath) {
+            try await self.init(url: url, configuration: configuration)
+        } else {
+            try self.init(contentsOf: try ModelLocator.url(for: nameOrPath), configuration: configuration)
+        }
     }
 
     /// Loads a model from a `.safetensors` file.
