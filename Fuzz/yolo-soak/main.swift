@@ -3,7 +3,8 @@ import YOLOCore
 
 // Many predictions in one process, to show that memory stays flat: prints the resident set
 // after a warm-up and at the end, and fails if it grew by 5 MB or more. scripts/soak runs it.
-//   yolo-soak [PREDICTIONS] [IMGSZ] IMAGE...   (model: YOLO_SOAK_MODEL, default yolo26n)
+//   yolo-soak PREDICTIONS IMGSZ IMAGE...   (model: YOLO_SOAK_MODEL, default yolo26n;
+//   concurrent tasks after the warm-up: YOLO_SOAK_TASKS, default 1)
 
 func residentMegabytes() -> Double {
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
@@ -24,17 +25,28 @@ let model = try await YOLO(ProcessInfo.processInfo.environment["YOLO_SOAK_MODEL"
 
 let warmUp = min(100, total / 2)
 var detections = 0
-var warm = Double.nan
-for i in 0..<total {
-    if i == warmUp {
-        warm = residentMegabytes()
-        print(String(format: "RSS after %d warm-up predictions: %.1f MB", warmUp, warm))
-    }
+for i in 0..<warmUp {
     detections += try await model.predict(images[i % images.count]).boxes.count
 }
+let warm = residentMegabytes()
+print(String(format: "RSS after %d warm-up predictions: %.1f MB", warmUp, warm))
+// The rest spread over concurrent tasks sharing the model, which is what a sanitizer build checks.
+let tasks = max(1, Int(ProcessInfo.processInfo.environment["YOLO_SOAK_TASKS"] ?? "") ?? 1)
+detections += try await withThrowingTaskGroup(of: Int.self) { group in
+    for task in 0..<tasks {
+        group.addTask { [model, images] in
+            var boxes = 0
+            for i in stride(from: warmUp + task, to: total, by: tasks) {
+                boxes += try await model.predict(images[i % images.count]).boxes.count
+            }
+            return boxes
+        }
+    }
+    return try await group.reduce(0, +)
+}
 let end = residentMegabytes()
-print(String(format: "RSS after %d predictions: %.1f MB, growth %.1f MB (%d boxes in all)",
-             total, end, end - warm, detections))
+print(String(format: "RSS after %d predictions in %d task(s): %.1f MB, growth %.1f MB (%d boxes in all)",
+             total, tasks, end, end - warm, detections))
 if end - warm >= 5 {
     print("RSS grew by 5 MB or more")
     exit(1)
