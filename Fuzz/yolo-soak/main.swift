@@ -42,7 +42,9 @@ detections += try await withThrowingTaskGroup(of: Int.self) { group in
             return boxes
         }
     }
-    return try await group.reduce(0, +)
+    var boxes = 0
+    while let count = try await group.next() { boxes += count }
+    return boxes
 }
 let end = residentMegabytes()
 print(String(format: "RSS after %d predictions in %d task(s): %.1f MB, growth %.1f MB (%d boxes in all)",
