@@ -31,6 +31,9 @@ let package = Package(
             name: "yolo-bench",
             dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // Hardening tools run by scripts/fuzz and scripts/soak, not by the tests.
+        .executableTarget(name: "yolo-fuzz", dependencies: ["YOLOCore", "YOLONet"], path: "Fuzz/yolo-fuzz"),
+        .executableTarget(name: "yolo-soak", dependencies: ["YOLOCore"], path: "Fuzz/yolo-soak"),
         .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
         // Counts heap allocations for the tests: it defines the process's malloc family.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),

@@ -3,6 +3,8 @@ import Tensor
 
 package enum SafeTensorsError: Error, LocalizedError, Equatable {
     case unreadable(source: String, reason: String)
+    case isDirectory(source: String)
+    case foreignFormat(source: String, format: String)
     case fileTooShort(source: String, byteCount: Int)
     case headerTooLarge(source: String, headerLength: UInt64)
     case headerPastEnd(source: String, headerLength: UInt64, fileSize: Int)
@@ -30,6 +32,10 @@ package enum SafeTensorsError: Error, LocalizedError, Equatable {
         switch self {
         case let .unreadable(source, reason):
             "cannot read safetensors file \(source): \(reason)"
+        case let .isDirectory(source):
+            "\(source) is a directory, not a weight file"
+        case let .foreignFormat(source, format):
+            "\(source) is \(format), not a safetensors file; convert it with Weights/convert.py"
         case let .fileTooShort(source, byteCount):
             "\(source) is \(byteCount) bytes long, too short for the 8-byte safetensors header length"
         case let .headerTooLarge(source, headerLength):
@@ -123,6 +129,10 @@ package struct SafeTensorsFile: Sendable {
         do {
             data = try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw SafeTensorsError.isDirectory(source: url.path)
+            }
             throw SafeTensorsError.unreadable(source: url.path, reason: error.localizedDescription)
         }
         try self.init(data: data, source: url.path)
@@ -132,10 +142,12 @@ package struct SafeTensorsFile: Sendable {
         guard data.count >= 8 else { throw SafeTensorsError.fileTooShort(source: source, byteCount: data.count) }
         let headerLength = data.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         guard headerLength <= Self.maxHeaderLength else {
-            throw SafeTensorsError.headerTooLarge(source: source, headerLength: headerLength)
+            throw Self.foreignFormat(data, source: source)
+                ?? .headerTooLarge(source: source, headerLength: headerLength)
         }
         guard Int(headerLength) <= data.count - 8 else {
-            throw SafeTensorsError.headerPastEnd(source: source, headerLength: headerLength, fileSize: data.count)
+            throw Self.foreignFormat(data, source: source)
+                ?? .headerPastEnd(source: source, headerLength: headerLength, fileSize: data.count)
         }
         let dataStart = 8 + Int(headerLength)
         let headerBytes = data[data.startIndex + 8 ..< data.startIndex + dataStart]
@@ -176,6 +188,21 @@ package struct SafeTensorsFile: Sendable {
         self.storage = data
         self.dataStart = dataStart
         self.source = source
+    }
+
+    /// Files commonly given in place of a weight file, named by their first bytes. Consulted only
+    /// once the header length is impossible, since any 8 bytes are a valid length.
+    private static func foreignFormat(_ data: Data, source: String) -> SafeTensorsError? {
+        let head = [UInt8](data.prefix(3))
+        if data.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
+            return .foreignFormat(source: source, format: "a PyTorch checkpoint (zip)")
+        }
+        // An ONNX ModelProto opens with field 1 (ir_version, a one-byte varint), then a
+        // length-delimited field (producer_name, graph, …).
+        if head.count == 3, head[0] == 0x08, head[1] < 0x80, head[2] & 0x07 == 2 {
+            return .foreignFormat(source: source, format: "an ONNX model")
+        }
+        return nil
     }
 
     private static func parseEntry(_ name: String, _ value: Any, dataSize: Int, source: String) throws -> Entry {

@@ -115,6 +115,34 @@ final class SafeTensorsTests: XCTestCase {
         }
     }
 
+    func testDirectoryIsNamed() throws {
+        let url = try sharedDirectory().appendingPathComponent("weights")
+        XCTAssertThrowsError(try SafeTensorsFile(contentsOf: url)) { error in
+            XCTAssertEqual(error as? SafeTensorsError, .isDirectory(source: url.path))
+            XCTAssertEqual(error.localizedDescription, "\(url.path) is a directory, not a weight file")
+        }
+    }
+
+    func testPyTorchCheckpointIsNamed() throws {
+        let url = try sharedDirectory().appendingPathComponent("weights/yolo26n-w8.pt")
+        XCTAssertThrowsError(try SafeTensorsFile(contentsOf: url)) { error in
+            XCTAssertEqual(error as? SafeTensorsError, .foreignFormat(source: url.path, format: "a PyTorch checkpoint (zip)"))
+            XCTAssertEqual(error.localizedDescription,
+                           "\(url.path) is a PyTorch checkpoint (zip), not a safetensors file; "
+                               + "convert it with Weights/convert.py")
+        }
+        // A zip that is too short for its declared header is still named as a zip.
+        assertThrows(Data([0x50, 0x4B, 0x03, 0x04, 0, 0, 0, 0, 0]),
+                     .foreignFormat(source: src, format: "a PyTorch checkpoint (zip)"))
+    }
+
+    func testONNXModelIsNamed() throws {
+        let url = try sharedDirectory().appendingPathComponent("weights/yolo26n.onnx")
+        XCTAssertThrowsError(try SafeTensorsFile(contentsOf: url)) { error in
+            XCTAssertEqual(error as? SafeTensorsError, .foreignFormat(source: url.path, format: "an ONNX model"))
+        }
+    }
+
     func testFileTooShort() {
         assertThrows(Data([1, 0, 0]), .fileTooShort(source: src, byteCount: 3))
     }

@@ -1,0 +1,48 @@
+import Foundation
+import YOLOCore
+import YOLONet
+
+// A libFuzzer target, meaningful only when built with `--sanitize fuzzer` (libFuzzer then
+// supplies `main`); scripts/fuzz builds and runs it. YOLO_FUZZ_TARGET picks the parser.
+
+enum FuzzTarget: String {
+    /// A whole weight file from memory: the safetensors header, the `arch` JSON, the network
+    /// built from it and every tensor bound.
+    case weights
+    /// `Image(data:)` on inputs with a JPEG signature.
+    case jpeg
+    /// `Image(data:)` on inputs with a PNG signature.
+    case png
+
+    static let selected: FuzzTarget = {
+        let name = ProcessInfo.processInfo.environment["YOLO_FUZZ_TARGET"] ?? ""
+        guard let target = FuzzTarget(rawValue: name) else {
+            fatalError("set YOLO_FUZZ_TARGET to weights, jpeg or png (got '\(name)')")
+        }
+        return target
+    }()
+}
+
+/// Returns -1 (libFuzzer: keep out of the corpus) for inputs the target does not parse.
+/// Any error must be a typed one with a message; anything else is a finding.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+    let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
+    do {
+        switch FuzzTarget.selected {
+        case .weights:
+            _ = try Model(file: SafeTensorsFile(data: data))
+        case .jpeg:
+            guard data.starts(with: [0xFF, 0xD8, 0xFF]) else { return -1 }
+            _ = try Image(data: data)
+        case .png:
+            guard data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { return -1 }
+            _ = try Image(data: data)
+        }
+    } catch let error as LocalizedError where !(error.errorDescription ?? "").isEmpty {
+        return 0
+    } catch {
+        fatalError("untyped or empty error: \(error)")
+    }
+    return 0
+}
