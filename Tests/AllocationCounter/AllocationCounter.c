@@ -6,6 +6,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+// A sanitizer brings its own allocator: defining malloc here would bypass it.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
@@ -31,6 +38,11 @@ uint64_t allocation_counter_stop(void) {
     return atomic_load(&allocations);
 }
 
+#ifdef SANITIZED
+int allocation_counter_available(void) { return 0; }
+#else
+int allocation_counter_available(void) { return 1; }
+
 void *malloc(size_t size) { count(); return __libc_malloc(size); }
 void *calloc(size_t n, size_t size) { count(); return __libc_calloc(n, size); }
 void *realloc(void *p, size_t size) { count(); return __libc_realloc(p, size); }
@@ -46,3 +58,4 @@ int posix_memalign(void **out, size_t alignment, size_t size) {
     *out = p;
     return 0;
 }
+#endif
