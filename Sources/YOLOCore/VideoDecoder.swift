@@ -91,18 +91,26 @@ final class VideoDecoder: Sendable {
         // Network reads give up after 10 s rather than hang.
         let input = ["-rw_timeout", "10000000", "-i", source]
         let probe = try VideoDecoder.run(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                   "stream=width,height,avg_frame_rate,nb_frames", "-of", "json"] + input)
+                                                   "stream=width,height,avg_frame_rate,nb_frames:stream_side_data=rotation",
+                                                   "-of", "json"] + input)
         guard probe.status == 0 else {
             throw SourceError.cannotOpen(source: source, reason: VideoDecoder.message(probe.errors, or: "ffprobe exit status \(probe.status)"))
         }
         struct Probe: Decodable {
-            struct Stream: Decodable { var width: Int?, height: Int?, avg_frame_rate: String?, nb_frames: String? }
+            struct Stream: Decodable {
+                struct SideData: Decodable { var rotation: Double? }
+                var width: Int?, height: Int?, avg_frame_rate: String?, nb_frames: String?, side_data_list: [SideData]?
+            }
             var streams: [Stream]?
         }
         guard let stream = (try? JSONDecoder().decode(Probe.self, from: probe.output))?.streams?.first,
-              let width = stream.width, let height = stream.height else {
+              var width = stream.width, var height = stream.height else {
             throw SourceError.cannotOpen(source: source, reason: "no video stream")
         }
+        // ffmpeg turns frames upright by the stream's rotation, as OpenCV does: a quarter turn
+        // swaps the sides.
+        let rotation = stream.side_data_list?.compactMap(\.rotation).first ?? 0
+        if Int(rotation.magnitude.rounded()) % 180 == 90 { (width, height) = (height, width) }
         do {
             try Image.checkSize(width: width, height: height, source: source)
         } catch {

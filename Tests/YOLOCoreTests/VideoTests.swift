@@ -57,12 +57,7 @@ final class VideoTests: XCTestCase {
         let directory = try Fixtures.temporaryDirectory(self)
         // The index (moov) first, as a streamable file has it, so that a cut leaves it whole.
         let whole = directory.appendingPathComponent("whole.mp4"), cut = directory.appendingPathComponent("cut.mp4")
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        ffmpeg.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-i", Fixtures.pan.path, "-c", "copy", "-movflags", "+faststart", whole.path]
-        try ffmpeg.run()
-        ffmpeg.waitUntilExit()
-        XCTAssertEqual(ffmpeg.terminationStatus, 0)
+        try ffmpeg(["-i", Fixtures.pan.path, "-c", "copy", "-movflags", "+faststart", whole.path])
         let bytes = try Data(contentsOf: whole)
         try bytes.prefix(bytes.count / 3).write(to: cut)
 
@@ -78,6 +73,27 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(count, frames.count)
         XCTAssertEqual(expected, 150)
         XCTAssertTrue(reason.contains("partial file"), reason)
+    }
+
+    /// A stream rotated a quarter turn is delivered upright, its sides swapped.
+    func testRotatedVideoIsDeliveredUpright() async throws {
+        let rotated = try Fixtures.temporaryDirectory(self).appendingPathComponent("rotated.mp4")
+        try ffmpeg(["-i", Fixtures.pan.path, "-t", "0.2", "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(rotated))
+        var shapes = [[Int]]()
+        for await result in session.results { shapes.append(result.originalShape) }
+        XCTAssertNil(session.error)
+        XCTAssertFalse(shapes.isEmpty)
+        XCTAssertEqual(Set(shapes), [[640, 360]])
+    }
+
+    private func ffmpeg(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-y"] + arguments
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "ffmpeg \(arguments)")
     }
 
     /// Files that are no video throw at `init`, with ffmpeg's message.
