@@ -23,8 +23,8 @@ public final class YOLOSession: Sendable {
         /// A video file or stream URL, anything ffmpeg opens (mp4, mkv, avi, webm, rtsp, http),
         /// decoded by an `ffmpeg` subprocess exactly as OpenCV reads it.
         case video(URL)
-        /// JPEG or PNG files in this order; a directory stands for its images in natural order
-        /// (`img2` before `img10`).
+        /// JPEG or PNG files in this order; a directory stands for its images and a pattern
+        /// (`frames/*.png`) for the files it matches, in natural order (`img2` before `img10`).
         case images([URL])
         /// Raw BGR24 frames of `width` × `height` on standard input, back to back.
         case stdin(width: Int, height: Int)
@@ -42,13 +42,20 @@ public final class YOLOSession: Sendable {
     /// (`SourceError.cannotOpen` with ffmpeg's message, `.toolNotFound` without ffmpeg,
     /// `ImageError` for a bad stdin frame size).
     ///
-    /// - Parameter dropsStaleFrames: for live sources, keep only the newest frame waiting for
-    ///   inference (latest wins) instead of making the source wait; ignored for files.
-    public init(model: YOLO, source: Source, dropsStaleFrames: Bool = false) throws {
+    /// - Parameters:
+    ///   - frameStride: predict every `frameStride`-th frame only, frames `frameStride - 1`,
+    ///     `2·frameStride - 1`, … as Ultralytics' `vid_stride` reads a video; `Results.frame`
+    ///     stays the index in the source.
+    ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
+    ///     (latest wins) instead of making the source wait; ignored for files.
+    public init(model: YOLO, source: Source, frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+        guard frameStride >= 1 else {
+            throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
+        }
         let input = try Input(source)
         let drops = dropsStaleFrames && input.isLive
         // A few frames ahead: decoding the next frame overlaps inference of this one.
-        let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops)
+        let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
         let core = SessionCore(model: model, queue: queue, decoder: input.decoder)
         self.core = core
         results = AsyncStream(unfolding: { await core.next() }, onCancel: { core.stop() })
@@ -169,8 +176,9 @@ struct Frame: Sendable {
     let name: String?
 }
 
-/// Frames between a source's reader and inference. At most `capacity` wait: a full queue makes
-/// the reader wait, or with `dropsStale` loses its oldest frame to the new one.
+/// Frames between a source's reader and inference: every `stride`-th frame of the source. At
+/// most `capacity` wait: a full queue makes the reader wait, or with `dropsStale` loses its
+/// oldest frame to the new one.
 final class FrameQueue: Sendable {
     private struct State {
         var frames: [Frame] = []
@@ -187,10 +195,12 @@ final class FrameQueue: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let dropsStale: Bool
+    private let stride: Int
 
-    init(capacity: Int, dropsStale: Bool) {
+    init(capacity: Int, dropsStale: Bool, stride: Int) {
         self.capacity = capacity
         self.dropsStale = dropsStale
+        self.stride = stride
     }
 
     var dropped: Int { state.withLock { $0.dropped } }
@@ -202,6 +212,7 @@ final class FrameQueue: Sendable {
         while true {
             let placed: Bool? = state.withLock { s in
                 if s.closed { return false }
+                if (frame.index + 1) % stride != 0 { return true }
                 if let consumer = s.consumer {
                     s.consumer = nil
                     consumer.resume(returning: frame)
@@ -300,12 +311,22 @@ private enum Input: Sendable {
         if case let .video(decoder, _) = self { decoder } else { nil }
     }
 
-    /// A directory's JPEG and PNG files in natural order; any other URL as it is.
+    /// A directory's JPEG and PNG files, or the files a pattern (`frames/*.png`) matches, in
+    /// natural order; any other URL as it is.
     private static func expand(_ url: URL) throws -> [URL] {
+        func natural(_ a: String, _ b: String) -> Bool { a.compare(b, options: .numeric) == .orderedAscending }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            return [url]
+        let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+        if !exists && url.path.contains(where: { "*?[".contains($0) }) {
+            var matches = glob_t()
+            defer { globfree(&matches) }
+            guard glob(url.path, 0, nil, &matches) == 0 else {
+                throw SourceError.cannotOpen(source: url.path, reason: "no file matches the pattern")
+            }
+            return (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }
+                .sorted(by: natural).map { URL(fileURLWithPath: $0) }
         }
+        guard exists, isDirectory.boolValue else { return [url] }
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: url.path)
@@ -313,7 +334,7 @@ private enum Input: Sendable {
             throw SourceError.cannotOpen(source: url.path, reason: error.localizedDescription)
         }
         let images = names.filter { ["jpg", "jpeg", "png"].contains(($0 as NSString).pathExtension.lowercased()) }
-            .sorted { $0.compare($1, options: .numeric) == .orderedAscending }
+            .sorted(by: natural)
         guard !images.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no .jpg, .jpeg or .png file") }
         return images.map { url.appendingPathComponent($0) }
     }

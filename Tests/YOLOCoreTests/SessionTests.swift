@@ -41,6 +41,30 @@ final class SessionTests: XCTestCase {
         XCTAssertNil(session.error)
         XCTAssertEqual(seen.map(\.0), [0, 1, 2])
         XCTAssertEqual(seen.map(\.1), ["img1.jpg", "img2.jpg", "img10.jpg"])
+
+        let pattern = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64),
+                                      source: .images([directory.appendingPathComponent("img1*.jpg")]))
+        var names = [String?]()
+        for await result in pattern.results { names.append(result.path) }
+        XCTAssertNil(pattern.error)
+        XCTAssertEqual(names, ["img1.jpg", "img10.jpg"])
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64),
+                                             source: .images([directory.appendingPathComponent("none*.jpg")]))) { error in
+            XCTAssertEqual(error as? SourceError, .cannotOpen(source: directory.appendingPathComponent("none*.jpg").path,
+                                                              reason: "no file matches the pattern"))
+        }
+    }
+
+    /// `frameStride` 3 reads frames 2, 5, 8, … as Ultralytics' `vid_stride` does.
+    func testFrameStrideKeepsEveryNthFrame() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+                                      frameStride: 3)
+        var frames = [Int]()
+        for await result in session.results { frames.append(result.frame!) }
+        XCTAssertNil(session.error)
+        XCTAssertEqual(frames, Array(stride(from: 2, to: 150, by: 3)))
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+                                             frameStride: 0))
     }
 
     func testFramesInOrderAndLatestResult() async throws {
