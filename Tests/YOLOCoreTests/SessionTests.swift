@@ -122,6 +122,18 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(session.configuration.confidence, 0.9)
     }
 
+    /// An invalid setting ends the session at the next frame with the model's error.
+    func testInvalidConfigurationEndsTheSession() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        var frames = [Int]()
+        for await result in session.results {
+            frames.append(result.frame!)
+            session.configuration.confidence = 2
+        }
+        XCTAssertEqual(frames, [0])
+        XCTAssertEqual(session.error as? YOLOError, .invalidConfiguration(field: "confidence", value: "2.0", reason: "must be in 0…1"))
+    }
+
     /// Detect → segment on a running video: the frames go on counting, the task changes.
     func testModelSwapAppliesToNextFrame() async throws {
         let segmenter = try Fixtures.model("yolo26n-seg", imageSize: 320)
