@@ -36,6 +36,11 @@ public final class YOLOSession: Sendable {
     /// source). Ends at the end of the source, at `stop()`, or at an error (`error`). One
     /// consumer at a time.
     public let results: AsyncStream<Results>
+    /// Frames in the source when known beforehand (a video's container count, the number of
+    /// image files), before any `frameStride`.
+    public let frameCount: Int?
+    /// A video's frames per second, when its container says.
+    public let frameRate: Double?
     private let core: SessionCore
 
     /// Opens `source` and starts reading it. A source that cannot be opened throws here
@@ -58,6 +63,12 @@ public final class YOLOSession: Sendable {
         let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
         let core = SessionCore(model: model, queue: queue, decoder: input.decoder)
         self.core = core
+        frameCount = switch input {
+        case let .video(decoder, _): decoder.frameCount
+        case let .images(urls): urls.count
+        case .raw, .frames: nil
+        }
+        frameRate = input.decoder?.frameRate
         results = AsyncStream(unfolding: { await core.next() }, onCancel: { core.stop() })
         Task { await input.produce(into: queue) }
     }

@@ -36,6 +36,7 @@ final class SessionTests: XCTestCase {
             try FileManager.default.copyItem(at: bus, to: directory.appendingPathComponent(name))
         }
         let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .images([directory]))
+        XCTAssertEqual(session.frameCount, 3)
         var seen = [(Int?, String?)]()
         for await result in session.results { seen.append((result.frame, result.path)) }
         XCTAssertNil(session.error)

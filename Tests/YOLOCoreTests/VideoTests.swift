@@ -23,6 +23,8 @@ final class VideoTests: XCTestCase {
         let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
             Fixtures.shared.appendingPathComponent("reference/video/pan-predict-yolo26n.json")))
         let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(Fixtures.pan))
+        XCTAssertEqual(session.frameCount, 150)
+        XCTAssertEqual(session.frameRate, 25)
         var frames = 0, boxes = 0, worstIoU: Float = 1, worstConf: Float = 0
         for await result in session.results {
             let frame = frames
