@@ -268,6 +268,9 @@ public struct Speed: Sendable, Equatable, Codable {
 public struct Results: Sendable, Equatable {
     /// The image's file name, when it came from a file.
     public var path: String?
+    /// The frame's 0-based index in its source (a video, image sequence or stream); nil for a
+    /// single image.
+    public var frame: Int?
     /// Which of `boxes`, `masks`, `keypoints`, `obb` and `probs` this result fills.
     public let task: YOLOTask
     /// Height and width of the original image.
@@ -326,7 +329,7 @@ public struct Results: Sendable, Equatable {
 }
 extension Results: Codable {
     private enum CodingKeys: String, CodingKey {
-        case path = "image", originalShape = "orig_shape", inputShape = "input_shape", speed = "speed_ms", boxes, names
+        case path = "image", frame, originalShape = "orig_shape", inputShape = "input_shape", speed = "speed_ms", boxes, names
         case masks, keypoints, obb, probs
     }
 
@@ -361,6 +364,7 @@ extension Results: Codable {
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(path, forKey: .path)
+        try c.encodeIfPresent(frame, forKey: .frame)
         try c.encode(originalShape, forKey: .originalShape)
         try c.encode(inputShape, forKey: .inputShape)
         try c.encode(speed, forKey: .speed)
@@ -391,6 +395,7 @@ extension Results: Codable {
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         path = try c.decodeIfPresent(String.self, forKey: .path)
+        frame = try c.decodeIfPresent(Int.self, forKey: .frame)
         originalShape = try c.decode([Int].self, forKey: .originalShape)
         guard originalShape.count >= 2 else {
             throw DecodingError.dataCorruptedError(forKey: .originalShape, in: c, debugDescription: "orig_shape is not [height, width]")

@@ -1,10 +1,10 @@
 import ArgumentParser
 
 @main
-struct YOLOBench: ParsableCommand {
+struct YOLOBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo-bench",
         abstract: "Latency benchmarks for yolo-swift.",
-        subcommands: [ModelBench.self, SGEMMBench.self, ConvBench.self],
+        subcommands: [ModelBench.self, SGEMMBench.self, ConvBench.self, VideoBench.self],
         defaultSubcommand: ModelBench.self)
 }

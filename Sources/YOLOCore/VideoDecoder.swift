@@ -1,0 +1,211 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Why a session's source could not be opened or ended before its last frame.
+public enum SourceError: Error, LocalizedError, Equatable {
+    /// `ffmpeg` or `ffprobe` is not on `PATH`.
+    case toolNotFound(tool: String, searched: String)
+    /// The source could not be opened; `reason` is ffmpeg's own message.
+    case cannotOpen(source: String, reason: String)
+    /// The source ended after `frames` of the `expected` frames its container announced.
+    case endedEarly(source: String, frames: Int, expected: Int, reason: String)
+    /// Raw input ended inside frame `frame` (0-based): `bytes` of its `expected` bytes arrived.
+    case partialFrame(source: String, frame: Int, bytes: Int, expected: Int)
+    /// ffmpeg stopped with a failure status after delivering `frames` frames.
+    case decodeFailed(source: String, frames: Int, status: Int32, reason: String)
+    /// Reading the frames failed.
+    case readFailed(source: String, reason: String)
+
+    public var errorDescription: String? {
+        switch self {
+        case let .toolNotFound(tool, searched):
+            "\(tool) not found on PATH (\(searched)): video sources need the Debian package ffmpeg (apt-get install ffmpeg)"
+        case let .cannotOpen(source, reason):
+            "cannot open \(source): \(reason)"
+        case let .endedEarly(source, frames, expected, reason):
+            "\(source) ended after \(frames) of its \(expected) frames: \(reason)"
+        case let .partialFrame(source, frame, bytes, expected):
+            "\(source) ended inside frame \(frame): \(bytes) of its \(expected) bytes arrived"
+        case let .decodeFailed(source, frames, status, reason):
+            "ffmpeg failed on \(source) after \(frames) frames (exit status \(status)): \(reason)"
+        case let .readFailed(source, reason):
+            "cannot read frames from \(source): \(reason)"
+        }
+    }
+}
+
+/// Packed BGR24 frames of one size read from a file descriptor: ffmpeg's output pipe or stdin.
+struct FrameReader: Sendable {
+    let fd: Int32
+    let width: Int
+    let height: Int
+    /// Names the input in errors.
+    let source: String
+
+    /// Frame `index`, blocking until all its bytes arrive; nil when the input ends before it.
+    func next(index: Int) throws -> Image? {
+        let size = width * height * 3
+        var bytes = [UInt8](repeating: 0, count: size)
+        var filled = 0
+        while filled < size {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, size - filled) }
+            if n > 0 {
+                filled += n
+            } else if n == 0 {
+                break
+            } else if errno != EINTR {
+                throw SourceError.readFailed(source: source, reason: String(cString: strerror(errno)))
+            }
+        }
+        guard filled > 0 else { return nil }
+        guard filled == size else { throw SourceError.partialFrame(source: source, frame: index, bytes: filled, expected: size) }
+        return try Image(pixels: bytes, width: width, height: height, format: .bgr)
+    }
+}
+
+/// A video file or stream decoded by an `ffmpeg` subprocess into BGR24 frames, the bytes OpenCV's
+/// `cv2.VideoCapture` (Ultralytics' reader) gives on the same file.
+final class VideoDecoder: Sendable {
+    /// The file path or URL, as passed to ffmpeg.
+    let source: String
+    /// A network stream rather than a file: it runs at its own pace.
+    let isStream: Bool
+    let width: Int
+    let height: Int
+    /// Frames per second, when the container says.
+    let frameRate: Double?
+    /// Frames the container announces, when it does (not for streams).
+    let frameCount: Int?
+    let reader: FrameReader
+    private let process: Process
+    /// The end of ffmpeg's stderr, filled by a reader that ends with the process.
+    private let messages = Mutex<[UInt8]>([])
+    private let messagesDone = DispatchSemaphore(value: 0)
+
+    /// Probes `url` and starts decoding it. Throws `SourceError.toolNotFound` or `.cannotOpen`.
+    init(_ url: URL) throws {
+        source = url.isFileURL ? url.path : url.absoluteString
+        isStream = !url.isFileURL
+        let ffprobe = try VideoDecoder.locate("ffprobe"), ffmpeg = try VideoDecoder.locate("ffmpeg")
+        // Network reads give up after 10 s rather than hang.
+        let input = ["-rw_timeout", "10000000", "-i", source]
+        let probe = try VideoDecoder.run(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                   "stream=width,height,avg_frame_rate,nb_frames:stream_side_data=rotation",
+                                                   "-of", "json"] + input)
+        guard probe.status == 0 else {
+            throw SourceError.cannotOpen(source: source, reason: VideoDecoder.message(probe.errors, or: "ffprobe exit status \(probe.status)"))
+        }
+        struct Probe: Decodable {
+            struct Stream: Decodable {
+                struct SideData: Decodable { var rotation: Double? }
+                var width: Int?, height: Int?, avg_frame_rate: String?, nb_frames: String?, side_data_list: [SideData]?
+            }
+            var streams: [Stream]?
+        }
+        guard let stream = (try? JSONDecoder().decode(Probe.self, from: probe.output))?.streams?.first,
+              var width = stream.width, var height = stream.height else {
+            throw SourceError.cannotOpen(source: source, reason: "no video stream")
+        }
+        // ffmpeg turns frames upright by the stream's rotation, as OpenCV does: a quarter turn
+        // swaps the sides.
+        let rotation = stream.side_data_list?.compactMap(\.rotation).first ?? 0
+        if Int(rotation.magnitude.rounded()) % 180 == 90 { (width, height) = (height, width) }
+        do {
+            try Image.checkSize(width: width, height: height, source: source)
+        } catch {
+            throw SourceError.cannotOpen(source: source, reason: error.localizedDescription)
+        }
+        self.width = width
+        self.height = height
+        let rate = (stream.avg_frame_rate ?? "").split(separator: "/").compactMap { Double($0) }
+        frameRate = rate.count == 2 && rate[1] > 0 && rate[0] > 0 ? rate[0] / rate[1] : nil
+        frameCount = stream.nb_frames.flatMap { Int($0) }
+
+        // Every decoded frame once, as OpenCV reads them: no duplicated or dropped frames.
+        let output = Pipe(), errors = Pipe()
+        process = Process()
+        process.executableURL = ffmpeg
+        process.arguments = ["-nostdin", "-v", "error"] + input
+            + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw SourceError.cannotOpen(source: source, reason: "cannot start \(ffmpeg.path): \(error.localizedDescription)")
+        }
+        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source)
+        let errorHandle = errors.fileHandleForReading
+        DispatchQueue.global().async { [self] in
+            // Only the last lines are kept: a damaged stream can log without end.
+            while let chunk = try? errorHandle.read(upToCount: 4096), !chunk.isEmpty {
+                messages.withLock { $0 = Array(($0 + chunk).suffix(4096)) }
+            }
+            messagesDone.signal()
+        }
+    }
+
+    /// Waits for ffmpeg to exit after its last frame (`frames` were read) and throws if the
+    /// video ended early or ffmpeg failed.
+    func finish(frames: Int) throws {
+        process.waitUntilExit()
+        messagesDone.wait()
+        let log = messages.withLock { $0 }
+        guard process.terminationReason == .exit else { return }  // stopped by `terminate()`
+        let status = process.terminationStatus
+        guard status == 0 else {
+            throw SourceError.decodeFailed(source: source, frames: frames, status: status, reason: VideoDecoder.message(log, or: "no message"))
+        }
+        // A cut file decodes without failing, but says so on stderr and falls short of its count.
+        if let frameCount, frames < frameCount, !log.isEmpty {
+            throw SourceError.endedEarly(source: source, frames: frames, expected: frameCount, reason: VideoDecoder.message(log, or: ""))
+        }
+    }
+
+    /// Stops ffmpeg; its output ends.
+    func terminate() {
+        if process.isRunning { process.terminate() }
+    }
+
+    /// The executable `tool` from the directories of `PATH`.
+    static func locate(_ tool: String) throws -> URL {
+        let path = getenv("PATH").map { String(cString: $0) } ?? ""
+        for directory in path.split(separator: ":") {
+            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(tool)
+            if access(candidate.path, X_OK) == 0 { return candidate }
+        }
+        throw SourceError.toolNotFound(tool: tool, searched: path.isEmpty ? "PATH is empty" : path)
+    }
+
+    /// Runs a short-lived tool to its end: its status, stdout and stderr.
+    private static func run(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: [UInt8]) {
+        let process = Process(), output = Pipe(), errors = Pipe()
+        process.executableURL = tool
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw SourceError.cannotOpen(source: arguments.last ?? "", reason: "cannot start \(tool.path): \(error.localizedDescription)")
+        }
+        // ffprobe's JSON and messages are a few lines: neither pipe fills while the other is read.
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, out, Array(err))
+    }
+
+    /// ffmpeg's last message lines without their "[component @ address]" prefix, or
+    /// `fallback` when it wrote none.
+    private static func message(_ log: [UInt8], or fallback: String) -> String {
+        let lines = String(decoding: log, as: UTF8.self).split(whereSeparator: \.isNewline).map { line in
+            guard line.hasPrefix("["), let end = line.range(of: "] ") else { return String(line) }
+            return String(line[end.upperBound...])
+        }
+        return lines.isEmpty ? fallback : lines.suffix(3).joined(separator: "; ")
+    }
+}

@@ -1,0 +1,393 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A model running over a sequence of frames: a video file or stream, image files, raw frames on
+/// stdin or any producer of `Image`s. Results arrive in frame order on `results`; the settings and
+/// even the model can change while it runs, from the next frame on.
+///
+/// ```swift
+/// let session = try YOLOSession(model: model, source: .video(URL(fileURLWithPath: "pan.mp4")))
+/// for await result in session.results { print(result.frame!, result.boxes.count) }
+/// if let error = session.error { print(error.localizedDescription) }   // a source that ended early
+/// ```
+///
+/// The source is read beside inference, a few frames ahead. File sources never lose a frame: the
+/// reader waits when inference falls behind. Live sources (`.frames`, `.stdin`, network URLs)
+/// opened with `dropsStaleFrames` keep only the newest waiting frame instead (`droppedFrames`
+/// counts the others). Results are produced as `results` is iterated, so a slow consumer holds
+/// back the source rather than piling up results in memory.
+public final class YOLOSession: Sendable {
+    /// Where the frames come from.
+    public enum Source: Sendable {
+        /// A video file or stream URL, anything ffmpeg opens (mp4, mkv, avi, webm, rtsp, http),
+        /// decoded by an `ffmpeg` subprocess exactly as OpenCV reads it.
+        case video(URL)
+        /// JPEG or PNG files in this order; a directory stands for its images and a pattern
+        /// (`frames/*.png`) for the files it matches, in natural order (`img2` before `img10`).
+        case images([URL])
+        /// Raw BGR24 frames of `width` × `height` on standard input, back to back.
+        case stdin(width: Int, height: Int)
+        /// Frames from any producer (a camera, a network feed), numbered as they arrive.
+        case frames(AsyncStream<Image>)
+    }
+
+    /// One result per frame, in frame order (`Results.frame` is the frame's 0-based index in the
+    /// source). Ends at the end of the source, at `stop()`, or at an error (`error`). One
+    /// consumer at a time.
+    public let results: AsyncStream<Results>
+    /// Frames in the source when known beforehand (a video's container count, the number of
+    /// image files), before any `frameStride`.
+    public let frameCount: Int?
+    /// A video's frames per second, when its container says.
+    public let frameRate: Double?
+    private let core: SessionCore
+
+    /// Opens `source` and starts reading it. A source that cannot be opened throws here
+    /// (`SourceError.cannotOpen` with ffmpeg's message, `.toolNotFound` without ffmpeg,
+    /// `ImageError` for a bad stdin frame size).
+    ///
+    /// - Parameters:
+    ///   - frameStride: predict every `frameStride`-th frame only, frames `frameStride - 1`,
+    ///     `2·frameStride - 1`, … as Ultralytics' `vid_stride` reads a video; `Results.frame`
+    ///     stays the index in the source.
+    ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
+    ///     (latest wins) instead of making the source wait; ignored for files.
+    public init(model: YOLO, source: Source, frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+        guard frameStride >= 1 else {
+            throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
+        }
+        let input = try Input(source)
+        let drops = dropsStaleFrames && input.isLive
+        // A few frames ahead: decoding the next frame overlaps inference of this one.
+        let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
+        let core = SessionCore(model: model, queue: queue, decoder: input.decoder)
+        self.core = core
+        frameCount = switch input {
+        case let .video(decoder, _): decoder.frameCount
+        case let .images(urls): urls.count
+        case .raw, .frames: nil
+        }
+        frameRate = input.decoder?.frameRate
+        results = AsyncStream(unfolding: { await core.next() }, onCancel: { core.stop() })
+        Task { await input.produce(into: queue) }
+    }
+
+    /// The model used from the next frame on; replacing it leaves the source running.
+    public var model: YOLO {
+        get { core.state.withLock { $0.model } }
+        set { core.state.withLock { $0.model = newValue } }
+    }
+
+    /// Settings used from the next frame on, for whichever model runs: the session writes them
+    /// into its model's `configuration` before each frame. Starts as the first model's. An
+    /// invalid value ends the session with `YOLOError.invalidConfiguration` (`error`).
+    public var configuration: YOLOConfiguration {
+        get { core.state.withLock { $0.configuration } }
+        set { core.state.withLock { $0.configuration = newValue } }
+    }
+
+    /// The result of the last frame delivered.
+    public var latestResult: Results? { core.state.withLock { $0.latest } }
+
+    /// Why the session ended early: the source's error (`SourceError`, `ImageError`) or the
+    /// model's (`YOLOError`); nil while running and after a complete source or `stop()`.
+    public var error: (any Error)? { core.queue.failure ?? core.state.withLock { $0.failure } }
+
+    /// Frames of a live source skipped because a newer one arrived before inference took them.
+    public var droppedFrames: Int { core.queue.dropped }
+
+    /// Holds back results from now until `resume()`: a frame already in inference is delivered
+    /// only after it.
+    public func pause() { core.state.withLock { $0.paused = true } }
+
+    public func resume() {
+        core.state.withLock { s in
+            s.paused = false
+            s.waiter?.resume()
+            s.waiter = nil
+        }
+    }
+
+    /// Ends `results` and stops reading the source.
+    public func stop() { core.stop() }
+}
+
+/// The session's state, shared by the session and its results stream (whichever lives longer):
+/// when both are gone, the source stops.
+final class SessionCore: Sendable {
+    struct State {
+        var model: YOLO
+        var configuration: YOLOConfiguration
+        var latest: Results?
+        var failure: (any Error)?
+        var paused = false
+        var stopped = false
+        /// The consumer waiting for `resume()`.
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    let state: Mutex<State>
+    let queue: FrameQueue
+    private let decoder: VideoDecoder?
+
+    init(model: YOLO, queue: FrameQueue, decoder: VideoDecoder?) {
+        state = Mutex(State(model: model, configuration: model.configuration))
+        self.queue = queue
+        self.decoder = decoder
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        state.withLock { s in
+            s.stopped = true
+            s.waiter?.resume()
+            s.waiter = nil
+        }
+        queue.close()
+        decoder?.terminate()
+    }
+
+    /// The next frame's result; nil at the end of the source, after `stop()` or an error.
+    func next() async -> Results? {
+        guard await running(), let frame = await queue.next(), await running() else { return nil }
+        let (model, configuration) = state.withLock { ($0.model, $0.configuration) }
+        var result: Results
+        do {
+            if model.configuration != configuration { model.configuration = configuration }
+            result = try model(frame.image)
+        } catch {
+            state.withLock { $0.failure = error }
+            stop()
+            return nil
+        }
+        result.frame = frame.index
+        result.path = frame.name
+        guard await running() else { return nil }
+        state.withLock { [result] in $0.latest = result }
+        return result
+    }
+
+    /// Waits while paused; false once stopped.
+    private func running() async -> Bool {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            state.withLock { s in
+                if s.paused && !s.stopped { s.waiter = c } else { c.resume() }
+            }
+        }
+        return !state.withLock { $0.stopped }
+    }
+}
+
+/// A frame of a source with its 0-based index and the name results report (`Results.path`).
+struct Frame: Sendable {
+    let index: Int
+    let image: Image
+    let name: String?
+}
+
+/// Frames between a source's reader and inference: every `stride`-th frame of the source. At
+/// most `capacity` wait: a full queue makes the reader wait, or with `dropsStale` loses its
+/// oldest frame to the new one.
+final class FrameQueue: Sendable {
+    private struct State {
+        var frames: [Frame] = []
+        var dropped = 0
+        /// The source has no more frames; `failure` says why when it ended early.
+        var ended = false
+        var failure: (any Error)?
+        /// The consumer stopped: the reader's frames are no longer wanted.
+        var closed = false
+        var consumer: CheckedContinuation<Frame?, Never>?
+        var producer: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let dropsStale: Bool
+    private let stride: Int
+
+    init(capacity: Int, dropsStale: Bool, stride: Int) {
+        self.capacity = capacity
+        self.dropsStale = dropsStale
+        self.stride = stride
+    }
+
+    var dropped: Int { state.withLock { $0.dropped } }
+    var failure: (any Error)? { state.withLock { $0.failure } }
+
+    /// Hands `frame` to the consumer, waiting for room unless stale frames drop; false once the
+    /// consumer has stopped.
+    func put(_ frame: Frame) async -> Bool {
+        while true {
+            let placed: Bool? = state.withLock { s in
+                if s.closed { return false }
+                if (frame.index + 1) % stride != 0 { return true }
+                if let consumer = s.consumer {
+                    s.consumer = nil
+                    consumer.resume(returning: frame)
+                } else if s.frames.count < capacity {
+                    s.frames.append(frame)
+                } else if dropsStale {
+                    s.frames.removeFirst()
+                    s.dropped += 1
+                    s.frames.append(frame)
+                } else {
+                    return nil
+                }
+                return true
+            }
+            if let placed { return placed }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                state.withLock { s in
+                    if s.closed || s.frames.count < capacity { c.resume() } else { s.producer = c }
+                }
+            }
+        }
+    }
+
+    /// The source has no more frames; `error` says why it ended before its end (ignored once
+    /// the consumer stopped: stopping cuts the source off).
+    func finish(_ error: (any Error)?) {
+        state.withLock { s in
+            s.ended = true
+            if !s.closed { s.failure = error }
+            s.consumer?.resume(returning: nil)
+            s.consumer = nil
+        }
+    }
+
+    /// The consumer stops: waiting frames are released and the reader is told.
+    func close() {
+        state.withLock { s in
+            s.closed = true
+            s.frames.removeAll()
+            s.producer?.resume()
+            s.producer = nil
+            s.consumer?.resume(returning: nil)
+            s.consumer = nil
+        }
+    }
+
+    /// The oldest waiting frame; nil once the source has ended or the consumer stopped.
+    func next() async -> Frame? {
+        await withCheckedContinuation { (c: CheckedContinuation<Frame?, Never>) in
+            state.withLock { s in
+                if !s.frames.isEmpty {
+                    c.resume(returning: s.frames.removeFirst())
+                    s.producer?.resume()
+                    s.producer = nil
+                } else if s.ended || s.closed {
+                    c.resume(returning: nil)
+                } else {
+                    s.consumer = c
+                }
+            }
+        }
+    }
+}
+
+/// A source opened: what `YOLOSession.init` checked, ready to be read.
+private enum Input: Sendable {
+    case video(VideoDecoder, name: String)
+    case raw(FrameReader)
+    case images([URL])
+    case frames(AsyncStream<Image>)
+
+    init(_ source: YOLOSession.Source) throws {
+        switch source {
+        case let .video(url):
+            self = .video(try VideoDecoder(url), name: url.lastPathComponent)
+        case let .stdin(width, height):
+            try Image.checkSize(width: width, height: height, source: "stdin")
+            self = .raw(FrameReader(fd: STDIN_FILENO, width: width, height: height, source: "stdin"))
+        case let .images(urls):
+            self = .images(try urls.flatMap(Input.expand))
+        case let .frames(stream):
+            self = .frames(stream)
+        }
+    }
+
+    /// Live sources run at their own pace; they may drop frames rather than wait.
+    var isLive: Bool {
+        switch self {
+        case let .video(decoder, _): decoder.isStream
+        case .raw, .frames: true
+        case .images: false
+        }
+    }
+
+    var decoder: VideoDecoder? {
+        if case let .video(decoder, _) = self { decoder } else { nil }
+    }
+
+    /// A directory's JPEG and PNG files, or the files a pattern (`frames/*.png`) matches, in
+    /// natural order; any other URL as it is.
+    private static func expand(_ url: URL) throws -> [URL] {
+        func natural(_ a: String, _ b: String) -> Bool { a.compare(b, options: .numeric) == .orderedAscending }
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+        if !exists && url.path.contains(where: { "*?[".contains($0) }) {
+            var matches = glob_t()
+            defer { globfree(&matches) }
+            guard glob(url.path, 0, nil, &matches) == 0 else {
+                throw SourceError.cannotOpen(source: url.path, reason: "no file matches the pattern")
+            }
+            return (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }
+                .sorted(by: natural).map { URL(fileURLWithPath: $0) }
+        }
+        guard exists, isDirectory.boolValue else { return [url] }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: url.path)
+        } catch {
+            throw SourceError.cannotOpen(source: url.path, reason: error.localizedDescription)
+        }
+        let images = names.filter { ["jpg", "jpeg", "png"].contains(($0 as NSString).pathExtension.lowercased()) }
+            .sorted(by: natural)
+        guard !images.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no .jpg, .jpeg or .png file") }
+        return images.map { url.appendingPathComponent($0) }
+    }
+
+    /// Reads every frame into `queue`, then finishes it with the error the source ended with.
+    func produce(into queue: FrameQueue) async {
+        var index = 0
+        do {
+            switch self {
+            case let .video(decoder, name):
+                while let image = try await Input.offload({ [index] in try decoder.reader.next(index: index) }) {
+                    guard await queue.put(Frame(index: index, image: image, name: name)) else { return decoder.terminate() }
+                    index += 1
+                }
+                try await Input.offload { [index] in try decoder.finish(frames: index) }
+            case let .raw(reader):
+                while let image = try await Input.offload({ [index] in try reader.next(index: index) }) {
+                    guard await queue.put(Frame(index: index, image: image, name: nil)) else { return }
+                    index += 1
+                }
+            case let .images(urls):
+                for url in urls {
+                    let image = try await Input.offload { try Image(contentsOf: url) }
+                    guard await queue.put(Frame(index: index, image: image, name: url.lastPathComponent)) else { return }
+                    index += 1
+                }
+            case let .frames(stream):
+                for await image in stream {
+                    guard await queue.put(Frame(index: index, image: image, name: nil)) else { return }
+                    index += 1
+                }
+            }
+            queue.finish(nil)
+        } catch {
+            queue.finish(error)
+        }
+    }
+
+    /// Runs blocking reads and decoding on a Dispatch thread, not one of the concurrency pool's.
+    private static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import YOLOCore
+
+/// `yolo-bench video --model yolo26n --source clip.mp4`: frames per second of a whole
+/// `YOLOSession` (ffmpeg decoding, letterbox, inference, post-processing) against the rate the
+/// inference alone allows, and the process's peak resident memory.
+struct VideoBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "video", abstract: "Measure a YOLOSession's throughput and peak memory on a video.")
+
+    @Option(help: "A .safetensors path, or a name looked up in $YOLO_WEIGHTS_DIR, Weights/ and the download cache.")
+    var model: String
+
+    @Option(help: "The video file or stream.")
+    var source: String
+
+    @Option(help: "Predictions on the first frame, alone, to time the inference.")
+    var iters = 30
+
+    func validate() throws {
+        guard iters >= 1 else { throw ValidationError("--iters must be at least 1, got \(iters)") }
+    }
+
+    func run() async throws {
+        let yolo = try await YOLO(model)
+        let url = source.contains("://") ? URL(string: source)! : URL(fileURLWithPath: source)
+
+        // The rate prediction allows: predictions on one frame already in memory, whole
+        // (letterbox, inference, post-processing) and the network's pass alone.
+        var first: Image?
+        for await result in try YOLOSession(model: yolo, source: .video(url)).results {
+            first = result.image
+            break
+        }
+        guard let first else { throw BenchError("\(source) has no frame") }
+        var whole = [Double](), pass = [Double]()
+        for _ in 0..<iters {
+            let start = DispatchTime.now().uptimeNanoseconds
+            pass.append(try yolo(first).speed.inference)
+            whole.append(milliseconds(since: start))
+        }
+        let prediction = Latency(samples: whole), inference = Latency(samples: pass)
+
+        let session = try YOLOSession(model: yolo, source: .video(url))
+        let start = DispatchTime.now().uptimeNanoseconds
+        var frames = 0, inPipeline = [Double]()
+        for await result in session.results {
+            frames += 1
+            inPipeline.append(result.speed.inference)
+        }
+        let seconds = milliseconds(since: start) / 1e3
+        if let error = session.error { throw error }
+
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let fps = Double(frames) / seconds
+        print("source: \(source), \(frames) frames in \(String(format: "%.2f", seconds)) s: \(String(format: "%.1f", fps)) frames/s")
+        for (name, latency) in [("one-frame prediction", prediction), ("one-frame inference", inference),
+                                ("in-pipeline inference", Latency(samples: inPipeline))] {
+            print("\(name) median " + String(format: "%.2f ms (%.1f frames/s): pipeline ratio %.3f",
+                                              latency.median, 1000 / latency.median, fps * latency.median / 1000))
+        }
+        print(String(format: "peak RSS: %.1f MB", Double(usage.ru_maxrss) / 1024))
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import XCTest
+import YOLOCore
+
+/// Paths and models the stream tests share.
+enum Fixtures {
+    static let shared: URL = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
+    static let pan = shared.appendingPathComponent("videos/pan.mp4")
+
+    /// A model from the weights directory, at `imageSize` (nil: its own) to keep tests fast.
+    static func model(_ name: String, imageSize: Int? = nil) throws -> YOLO {
+        let directory = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? shared.appendingPathComponent("weights")
+        var configuration = YOLOConfiguration()
+        configuration.imageSize = imageSize
+        return try YOLO(contentsOf: directory.appendingPathComponent(name + ".safetensors"), configuration: configuration)
+    }
+
+    /// A fresh temporary directory, removed at the end of `test`.
+    static func temporaryDirectory(_ test: XCTestCase) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-stream-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        test.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        return url
+    }
+}
+
+/// `YOLOSession`: order, pause and resume, live settings, model swap, stop, dropping.
+final class SessionTests: XCTestCase {
+    func testImageDirectoryInNaturalOrder() async throws {
+        let directory = try Fixtures.temporaryDirectory(self)
+        let bus = Fixtures.shared.appendingPathComponent("images/bus.jpg")
+        for name in ["img10.jpg", "img2.jpg", "img1.jpg", "notes.txt"] {
+            try FileManager.default.copyItem(at: bus, to: directory.appendingPathComponent(name))
+        }
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .images([directory]))
+        XCTAssertEqual(session.frameCount, 3)
+        var seen = [(Int?, String?)]()
+        for await result in session.results { seen.append((result.frame, result.path)) }
+        XCTAssertNil(session.error)
+        XCTAssertEqual(seen.map(\.0), [0, 1, 2])
+        XCTAssertEqual(seen.map(\.1), ["img1.jpg", "img2.jpg", "img10.jpg"])
+
+        let pattern = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64),
+                                      source: .images([directory.appendingPathComponent("img1*.jpg")]))
+        var names = [String?]()
+        for await result in pattern.results { names.append(result.path) }
+        XCTAssertNil(pattern.error)
+        XCTAssertEqual(names, ["img1.jpg", "img10.jpg"])
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64),
+                                             source: .images([directory.appendingPathComponent("none*.jpg")]))) { error in
+            XCTAssertEqual(error as? SourceError, .cannotOpen(source: directory.appendingPathComponent("none*.jpg").path,
+                                                              reason: "no file matches the pattern"))
+        }
+    }
+
+    /// `frameStride` 3 reads frames 2, 5, 8, … as Ultralytics' `vid_stride` does.
+    func testFrameStrideKeepsEveryNthFrame() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+                                      frameStride: 3)
+        var frames = [Int]()
+        for await result in session.results { frames.append(result.frame!) }
+        XCTAssertNil(session.error)
+        XCTAssertEqual(frames, Array(stride(from: 2, to: 150, by: 3)))
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+                                             frameStride: 0))
+    }
+
+    func testFramesInOrderAndLatestResult() async throws {
+        let image = try Image(contentsOf: Fixtures.shared.appendingPathComponent("images/zidane.jpg"))
+        let (frames, feed) = AsyncStream.makeStream(of: Image.self)
+        for _ in 0..<5 { feed.yield(image) }
+        feed.finish()
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames))
+        var indices = [Int]()
+        var last: Results?
+        for await result in session.results {
+            indices.append(result.frame ?? -1)
+            last = result
+        }
+        XCTAssertEqual(indices, [0, 1, 2, 3, 4])
+        XCTAssertEqual(session.latestResult, last)
+        XCTAssertEqual(session.droppedFrames, 0)
+        XCTAssertNil(session.error)
+    }
+
+    /// No result arrives between `pause()` and `resume()`; the source continues where it was.
+    func testPauseHoldsResultsUntilResume() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        var pausedAt = ContinuousClock.now
+        var arrivals = [(frame: Int, at: ContinuousClock.Instant)]()
+        for await result in session.results {
+            arrivals.append((result.frame!, .now))
+            if result.frame == 1 {
+                session.pause()
+                pausedAt = .now
+                Task {
+                    try await Task.sleep(for: .milliseconds(500))
+                    session.resume()
+                }
+            }
+            if result.frame == 3 { session.stop() }
+        }
+        XCTAssertEqual(arrivals.map(\.frame), [0, 1, 2, 3])
+        XCTAssertGreaterThanOrEqual(arrivals[2].at - pausedAt, .milliseconds(500), "a result arrived while paused")
+    }
+
+    /// A configuration change applies from the next frame on.
+    func testConfigurationChangeAppliesToNextFrame() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(Fixtures.pan))
+        var lowest = [Int: Float]()
+        for await result in session.results {
+            let frame = result.frame!
+            lowest[frame] = result.boxes.map(\.conf).min() ?? 1
+            if frame == 1 { session.configuration.confidence = 0.9 }
+            if frame == 4 { session.stop() }
+        }
+        XCTAssertEqual(lowest.keys.sorted(), [0, 1, 2, 3, 4])
+        XCTAssertLessThan(min(lowest[0]!, lowest[1]!), 0.9, "the first frames have a box below 0.9")
+        for frame in 2...4 { XCTAssertGreaterThanOrEqual(lowest[frame]!, 0.9, "frame \(frame)") }
+        XCTAssertEqual(session.configuration.confidence, 0.9)
+    }
+
+    /// An invalid setting ends the session at the next frame with the model's error.
+    func testInvalidConfigurationEndsTheSession() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        var frames = [Int]()
+        for await result in session.results {
+            frames.append(result.frame!)
+            session.configuration.confidence = 2
+        }
+        XCTAssertEqual(frames, [0])
+        XCTAssertEqual(session.error as? YOLOError, .invalidConfiguration(field: "confidence", value: "2.0", reason: "must be in 0…1"))
+    }
+
+    /// Detect → segment on a running video: the frames go on counting, the task changes.
+    func testModelSwapAppliesToNextFrame() async throws {
+        let segmenter = try Fixtures.model("yolo26n-seg", imageSize: 320)
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(Fixtures.pan))
+        var tasks = [YOLOTask]()
+        var hasMasks = [Bool]()
+        for await result in session.results {
+            XCTAssertEqual(result.frame, tasks.count)
+            tasks.append(result.task)
+            hasMasks.append(!result.masks.isEmpty)
+            if result.frame == 1 { session.model = segmenter }
+            if result.frame == 3 { session.stop() }
+        }
+        XCTAssertEqual(tasks, [.detect, .detect, .segment, .segment])
+        XCTAssertEqual(hasMasks, [false, false, true, true])
+        XCTAssertTrue(session.model === segmenter)
+    }
+
+    func testStopEndsTheStreamEarly() async throws {
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        var count = 0
+        for await result in session.results {
+            count += 1
+            if result.frame == 2 { session.stop() }
+        }
+        XCTAssertEqual(count, 3)
+        XCTAssertNil(session.error)
+    }
+
+    /// A live source faster than inference loses its stale frames, and says how many.
+    func testLiveSourceDropsStaleFrames() async throws {
+        let image = try Image(pixels: [UInt8](repeating: 90, count: 64 * 48 * 3), width: 64, height: 48, format: .bgr)
+        let (frames, feed) = AsyncStream.makeStream(of: Image.self)
+        for _ in 0..<40 { feed.yield(image) }
+        feed.finish()
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames),
+                                      dropsStaleFrames: true)
+        var indices = [Int]()
+        for await result in session.results {
+            indices.append(result.frame!)
+            // Inference slower than the source.
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertGreaterThan(session.droppedFrames, 0)
+        XCTAssertEqual(indices.count + session.droppedFrames, 40)
+        XCTAssertEqual(indices, indices.sorted())
+        XCTAssertEqual(indices.last, 39, "the newest frame is never dropped")
+    }
+
+    func testFrameIsEncodedOnlyWhenSet() throws {
+        var result = try JSONDecoder().decode(Results.self, from: Data(#"{"orig_shape": [2, 2], "boxes": {"xyxy": [], "conf": [], "cls": []}}"#.utf8))
+        XCTAssertFalse(String(decoding: try JSONEncoder().encode(result), as: UTF8.self).contains("frame"))
+        result.frame = 7
+        let json = try JSONEncoder().encode(result)
+        XCTAssertTrue(String(decoding: json, as: UTF8.self).contains(#""frame":7"#))
+        XCTAssertEqual(try JSONDecoder().decode(Results.self, from: json).frame, 7)
+    }
+}

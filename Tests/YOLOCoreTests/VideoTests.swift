@@ -1,0 +1,176 @@
+import Foundation
+import XCTest
+import YOLOCore
+
+/// Video through ffmpeg: per-frame parity with Ultralytics, and sources that fail.
+final class VideoTests: XCTestCase {
+    private func iou(_ a: [Float], _ b: [Float]) -> Float {
+        let w = max(0, min(a[2], b[2]) - max(a[0], b[0])), h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+        let inter = w * h
+        return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+    }
+
+    /// Every frame of pan.mp4 against Ultralytics' `predict(stream=True)`: each reference box
+    /// matched by one of ours with its class at IoU ≥ 0.99 and |Δconf| ≤ 0.005, and no other.
+    func testPanParityWithUltralytics() async throws {
+        struct Reference: Decodable {
+            struct Frame: Decodable {
+                struct Boxes: Decodable { var xyxy: [[Float]], conf: [Float], cls: [Int] }
+                var frame: Int, boxes: Boxes
+            }
+            var frames: [Frame]
+        }
+        let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
+            Fixtures.shared.appendingPathComponent("reference/video/pan-predict-yolo26n.json")))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(Fixtures.pan))
+        XCTAssertEqual(session.frameCount, 150)
+        XCTAssertEqual(session.frameRate, 25)
+        var frames = 0, boxes = 0, worstIoU: Float = 1, worstConf: Float = 0
+        for await result in session.results {
+            let frame = frames
+            frames += 1
+            XCTAssertEqual(result.frame, frame)
+            XCTAssertEqual(result.path, "pan.mp4")
+            XCTAssertEqual(result.originalShape, [360, 640])
+            guard frame < reference.frames.count else { continue }
+            let expected = reference.frames[frame].boxes
+            XCTAssertEqual(result.boxes.count, expected.cls.count, "frame \(frame): box count")
+            var unmatched = result.boxes
+            for i in expected.cls.indices {
+                let best = unmatched.indices.filter { unmatched[$0].cls == expected.cls[i] }
+                    .max { iou(unmatched[$0].xyxy, expected.xyxy[i]) < iou(unmatched[$1].xyxy, expected.xyxy[i]) }
+                guard let best else { XCTFail("frame \(frame): no \(expected.cls[i]) box for reference box \(i)"); continue }
+                let overlap = iou(unmatched[best].xyxy, expected.xyxy[i]), conf = abs(unmatched[best].conf - expected.conf[i])
+                XCTAssertGreaterThanOrEqual(overlap, 0.99, "frame \(frame) box \(i)")
+                XCTAssertLessThanOrEqual(conf, 0.005, "frame \(frame) box \(i)")
+                worstIoU = min(worstIoU, overlap)
+                worstConf = max(worstConf, conf)
+                boxes += 1
+                unmatched.remove(at: best)
+            }
+        }
+        XCTAssertNil(session.error)
+        XCTAssertEqual(frames, reference.frames.count)
+        print("pan.mp4: \(frames) frames, \(boxes) boxes, min IoU \(worstIoU), max |Δconf| \(worstConf)")
+    }
+
+    /// A file cut short: the frames before the cut, then `endedEarly`.
+    func testTruncatedVideoDeliversFramesBeforeTheCut() async throws {
+        let directory = try Fixtures.temporaryDirectory(self)
+        // The index (moov) first, as a streamable file has it, so that a cut leaves it whole.
+        let whole = directory.appendingPathComponent("whole.mp4"), cut = directory.appendingPathComponent("cut.mp4")
+        try ffmpeg(["-i", Fixtures.pan.path, "-c", "copy", "-movflags", "+faststart", whole.path])
+        let bytes = try Data(contentsOf: whole)
+        try bytes.prefix(bytes.count / 3).write(to: cut)
+
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(cut))
+        var frames = [Int]()
+        for await result in session.results { frames.append(result.frame!) }
+        XCTAssertGreaterThan(frames.count, 10)
+        XCTAssertEqual(frames, Array(0..<frames.count))
+        guard case let .endedEarly(source, count, expected, reason) = session.error as? SourceError else {
+            return XCTFail("expected endedEarly, got \(String(describing: session.error))")
+        }
+        XCTAssertEqual(source, cut.path)
+        XCTAssertEqual(count, frames.count)
+        XCTAssertEqual(expected, 150)
+        XCTAssertTrue(reason.contains("partial file"), reason)
+    }
+
+    /// A stream rotated a quarter turn is delivered upright, its sides swapped.
+    func testRotatedVideoIsDeliveredUpright() async throws {
+        let rotated = try Fixtures.temporaryDirectory(self).appendingPathComponent("rotated.mp4")
+        try ffmpeg(["-i", Fixtures.pan.path, "-t", "0.2", "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(rotated))
+        var shapes = [[Int]]()
+        for await result in session.results { shapes.append(result.originalShape) }
+        XCTAssertNil(session.error)
+        XCTAssertFalse(shapes.isEmpty)
+        XCTAssertEqual(Set(shapes), [[640, 360]])
+    }
+
+    private func ffmpeg(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-y"] + arguments
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "ffmpeg \(arguments)")
+    }
+
+    /// Files that are no video throw at `init`, with ffmpeg's message.
+    func testUnreadableFilesThrowAtInit() throws {
+        let directory = try Fixtures.temporaryDirectory(self)
+        let empty = directory.appendingPathComponent("empty.mp4"), text = directory.appendingPathComponent("text.mp4")
+        try Data().write(to: empty)
+        try Data("not a video\n".utf8).write(to: text)
+        let model = try Fixtures.model("yolo26n", imageSize: 64)
+        for (file, message) in [(empty, "Invalid data found"), (text, "Invalid data found"),
+                                (directory.appendingPathComponent("missing.mp4"), "No such file")] {
+            XCTAssertThrowsError(try YOLOSession(model: model, source: .video(file))) { error in
+                guard case let .cannotOpen(source, reason) = error as? SourceError else { return XCTFail("\(error)") }
+                XCTAssertEqual(source, file.path)
+                XCTAssertTrue(reason.contains(message), reason)
+            }
+        }
+    }
+
+    func testUnreachableStreamThrowsAtInit() throws {
+        // A port just bound and released: closed, so the connection is refused at once.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(fd, $0, length); _ = getsockname(fd, $0, &length) }
+        }
+        close(fd)
+        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/live.mp4")!
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(url))) { error in
+            guard case let .cannotOpen(source, reason) = error as? SourceError else { return XCTFail("\(error)") }
+            XCTAssertEqual(source, url.absoluteString)
+            XCTAssertTrue(reason.contains("Connection refused"), reason)
+        }
+    }
+
+    func testMissingFFmpegNamesThePackage() throws {
+        let path = String(cString: getenv("PATH"))
+        setenv("PATH", "/nonexistent", 1)
+        defer { setenv("PATH", path, 1) }
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))) { error in
+            XCTAssertEqual(error as? SourceError, .toolNotFound(tool: "ffprobe", searched: "/nonexistent"))
+            XCTAssertTrue(error.localizedDescription.contains("Debian package ffmpeg"), error.localizedDescription)
+        }
+    }
+
+    /// Raw frames on stdin: whole frames are delivered, a cut one is `partialFrame`.
+    func testStdinClosingMidFrame() async throws {
+        let (width, height) = (32, 24), frameBytes = 32 * 24 * 3
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&ends), 0)
+        let savedStdin = dup(STDIN_FILENO)
+        XCTAssertEqual(dup2(ends[0], STDIN_FILENO), STDIN_FILENO)
+        close(ends[0])
+        defer {
+            dup2(savedStdin, STDIN_FILENO)
+            close(savedStdin)
+        }
+        let bytes = [UInt8](repeating: 128, count: frameBytes * 2 + 100)
+        XCTAssertEqual(bytes.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, bytes.count)
+        close(ends[1])
+
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .stdin(width: width, height: height))
+        var frames = [Int]()
+        for await result in session.results {
+            frames.append(result.frame!)
+            XCTAssertEqual(result.originalShape, [height, width])
+        }
+        XCTAssertEqual(frames, [0, 1])
+        XCTAssertEqual(session.error as? SourceError, .partialFrame(source: "stdin", frame: 2, bytes: 100, expected: frameBytes))
+    }
+
+    func testStdinFrameSizeWithoutPixelsThrows() throws {
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .stdin(width: 0, height: 10)))
+    }
+}
