@@ -81,8 +81,13 @@ public final class YOLO: Sendable {
 
     /// Runs the model on an image, synchronously; see `predict(_:task:)` for `task`.
     public func callAsFunction(_ image: Image, task requested: YOLOTask? = nil) throws -> Results {
+        try callAsFunction(image, task: requested, configuration: configuration)
+    }
+
+    /// Runs the model on an image with `config` in place of the model's own configuration (a
+    /// session's settings, which must not leak into a model shared with other code).
+    func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration) throws -> Results {
         let task = try resolve(requested)
-        let config = configuration
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds
         // Ultralytics' check_imgsz: the size rounds up to a multiple of the stride.

@@ -79,9 +79,9 @@ public final class YOLOSession: Sendable {
         set { core.state.withLock { $0.model = newValue } }
     }
 
-    /// Settings used from the next frame on, for whichever model runs: the session writes them
-    /// into its model's `configuration` before each frame. Starts as the first model's. An
-    /// invalid value ends the session with `YOLOError.invalidConfiguration` (`error`).
+    /// Settings used from the next frame on, for whichever model runs, without changing the
+    /// model's own `configuration`. Starts as the first model's. An invalid value ends the
+    /// session with `YOLOError.invalidConfiguration` (`error`).
     public var configuration: YOLOConfiguration {
         get { core.state.withLock { $0.configuration } }
         set { core.state.withLock { $0.configuration = newValue } }
@@ -155,8 +155,7 @@ final class SessionCore: Sendable {
         let (model, configuration) = state.withLock { ($0.model, $0.configuration) }
         var result: Results
         do {
-            if model.configuration != configuration { model.configuration = configuration }
-            result = try model(frame.image)
+            result = try model(frame.image, task: nil, configuration: configuration)
         } catch {
             state.withLock { $0.failure = error }
             stop()

@@ -107,9 +107,11 @@ final class SessionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(arrivals[2].at - pausedAt, .milliseconds(500), "a result arrived while paused")
     }
 
-    /// A configuration change applies from the next frame on.
+    /// A configuration change applies from the next frame on, and not to the model itself, which
+    /// other code may share.
     func testConfigurationChangeAppliesToNextFrame() async throws {
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(Fixtures.pan))
+        let model = try Fixtures.model("yolo26n", imageSize: 320)
+        let session = try YOLOSession(model: model, source: .video(Fixtures.pan))
         var lowest = [Int: Float]()
         for await result in session.results {
             let frame = result.frame!
@@ -121,6 +123,7 @@ final class SessionTests: XCTestCase {
         XCTAssertLessThan(min(lowest[0]!, lowest[1]!), 0.9, "the first frames have a box below 0.9")
         for frame in 2...4 { XCTAssertGreaterThanOrEqual(lowest[frame]!, 0.9, "frame \(frame)") }
         XCTAssertEqual(session.configuration.confidence, 0.9)
+        XCTAssertEqual(model.configuration.confidence, 0.25)
     }
 
     /// An invalid setting ends the session at the next frame with the model's error.
