@@ -65,9 +65,14 @@ public struct Image: Sendable, Equatable {
         self.pixels = rgb
     }
 
-    /// Throws `tooLarge` when a header's size is over the caller's pixel budget.
-    static func checkSize(width: Int, height: Int, maxPixels: Int, source: String) throws {
-        guard width * height <= maxPixels else {
+    /// Throws `invalidPixels` for a size without pixels and `tooLarge` for one over the pixel
+    /// budget (the product checked for overflow: stdin and video sizes are any Int).
+    static func checkSize(width: Int, height: Int, maxPixels: Int = defaultMaxPixels, source: String) throws {
+        guard width > 0, height > 0 else {
+            throw ImageError.invalidPixels(reason: "\(source): size \(width)×\(height) has no pixels")
+        }
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        guard !overflow, pixels <= maxPixels else {
             throw ImageError.tooLarge(file: source, width: width, height: height, maxPixels: maxPixels)
         }
     }

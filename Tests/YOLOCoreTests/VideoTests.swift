@@ -170,7 +170,16 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(session.error as? SourceError, .partialFrame(source: "stdin", frame: 2, bytes: 100, expected: frameBytes))
     }
 
-    func testStdinFrameSizeWithoutPixelsThrows() throws {
-        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .stdin(width: 0, height: 10)))
+    /// Sizes without pixels, over the pixel budget, or whose product overflows are typed errors.
+    func testStdinFrameSizesOutOfRangeThrow() throws {
+        let model = try Fixtures.model("yolo26n", imageSize: 64)
+        XCTAssertThrowsError(try YOLOSession(model: model, source: .stdin(width: 0, height: 10))) { error in
+            guard case .invalidPixels? = error as? ImageError else { return XCTFail("\(error)") }
+        }
+        for (width, height) in [(20_000, 20_000), (Int.max, 2)] {
+            XCTAssertThrowsError(try YOLOSession(model: model, source: .stdin(width: width, height: height))) { error in
+                guard case .tooLarge? = error as? ImageError else { return XCTFail("\(width)×\(height): \(error)") }
+            }
+        }
     }
 }
