@@ -123,19 +123,9 @@ final class VideoDecoder: Sendable {
         frameCount = stream.nb_frames.flatMap { Int($0) }
 
         // Every decoded frame once, as OpenCV reads them: no duplicated or dropped frames.
-        let output = Pipe(), errors = Pipe()
-        process = Process()
-        process.executableURL = ffmpeg
-        process.arguments = ["-nostdin", "-v", "error"] + input
-            + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = errors
-        do {
-            try process.run()
-        } catch {
-            throw SourceError.cannotOpen(source: source, reason: "cannot start \(ffmpeg.path): \(error.localizedDescription)")
-        }
+        let output: Pipe, errors: Pipe
+        (process, output, errors) = try VideoDecoder.start(ffmpeg, ["-nostdin", "-v", "error"] + input
+            + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], source: source)
         reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source)
         let errorHandle = errors.fileHandleForReading
         DispatchQueue.global().async { [self] in
@@ -179,8 +169,8 @@ final class VideoDecoder: Sendable {
         throw SourceError.toolNotFound(tool: tool, searched: path.isEmpty ? "PATH is empty" : path)
     }
 
-    /// Runs a short-lived tool to its end: its status, stdout and stderr.
-    private static func run(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: [UInt8]) {
+    /// Starts `tool` with no standard input and its output and errors on pipes.
+    private static func start(_ tool: URL, _ arguments: [String], source: String) throws -> (Process, output: Pipe, errors: Pipe) {
         let process = Process(), output = Pipe(), errors = Pipe()
         process.executableURL = tool
         process.arguments = arguments
@@ -190,8 +180,14 @@ final class VideoDecoder: Sendable {
         do {
             try process.run()
         } catch {
-            throw SourceError.cannotOpen(source: arguments.last ?? "", reason: "cannot start \(tool.path): \(error.localizedDescription)")
+            throw SourceError.cannotOpen(source: source, reason: "cannot start \(tool.path): \(error.localizedDescription)")
         }
+        return (process, output, errors)
+    }
+
+    /// Runs a short-lived tool to its end: its status, stdout and stderr.
+    private static func run(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: [UInt8]) {
+        let (process, output, errors) = try start(tool, arguments, source: arguments.last ?? "")
         // ffprobe's JSON and messages are a few lines: neither pipe fills while the other is read.
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
