@@ -18,7 +18,11 @@ final class GEMMTests: XCTestCase {
         let rows = (0..<k).map { $0 * ldb }
         var c = [Float](repeating: .nan, count: m * n)
         var scratch = [Float](repeating: .nan, count: gemmScratch(m: m))
-        ConvWeights(a, Conv2DParameters(kernel: 1)).values.withUnsafeBufferPointer { pa in
+        // A as the micro-kernel reads it, [⌈m/8⌉][k][8] zero-padded, packed here: ConvWeights keeps
+        // a one-into-one-channel weight unpacked (depthwise), and the tiles read 8 rows a step.
+        var panels = [Float](repeating: 0, count: (m + 7) / 8 * k * 8)
+        for r in 0..<m { for i in 0..<k { panels[r / 8 * k * 8 + i * 8 + r % 8] = a.scalars[r * k + i] } }
+        panels.withUnsafeBufferPointer { pa in
             b.scalars.withUnsafeBufferPointer { pb in
                 rows.withUnsafeBufferPointer { offsets in
                     bias.withUnsafeBufferPointer { pbias in
