@@ -154,7 +154,7 @@ public enum ImageError: Error, LocalizedError, Equatable {
         case let .corrupt(file, reason): "\(file) is corrupt: \(reason)"
         case let .truncated(file): "\(file) is truncated: the JPEG data ends early"
         case let .tooLarge(file, width, height, maxPixels):
-            "\(file) claims \(width)×\(height) = \(width * height) pixels, more than the budget of \(maxPixels); "
+            "\(file) claims \(width)×\(height) pixels, more than the budget of \(maxPixels); "
                 + "for a trusted file raise it with Image(contentsOf:maxPixels:) or YOLOConfiguration.maxImagePixels"
         case let .invalidPixels(reason): "invalid pixels: \(reason)"
         case let .unsupportedExtension(file): "cannot write \(file): use .jpg, .jpeg or .png"

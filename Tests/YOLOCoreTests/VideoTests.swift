@@ -179,6 +179,7 @@ final class VideoTests: XCTestCase {
         for (width, height) in [(20_000, 20_000), (Int.max, 2)] {
             XCTAssertThrowsError(try YOLOSession(model: model, source: .stdin(width: width, height: height))) { error in
                 guard case .tooLarge? = error as? ImageError else { return XCTFail("\(width)×\(height): \(error)") }
+                XCTAssertFalse(error.localizedDescription.isEmpty, "the message is formed without overflowing")
             }
         }
     }
