@@ -12,6 +12,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
@@ -22,7 +23,7 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .target(name: "CImageDecode", linkerSettings: [.linkedLibrary("jpeg")]),
         // Public API.
-        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode"]),
+        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode", "Yams"]),
         .executableTarget(
             name: "yolo",
             dependencies: ["YOLOCore", "YOLONet", .product(name: "ArgumentParser", package: "swift-argument-parser")]
