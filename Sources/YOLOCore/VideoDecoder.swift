@@ -169,12 +169,12 @@ final class VideoDecoder: Sendable {
         throw SourceError.toolNotFound(tool: tool, searched: path.isEmpty ? "PATH is empty" : path)
     }
 
-    /// Starts `tool` with no standard input and its output and errors on pipes.
-    private static func start(_ tool: URL, _ arguments: [String], source: String) throws -> (Process, output: Pipe, errors: Pipe) {
+    /// Starts `tool` with its output and errors on pipes, its input on `input` or none.
+    static func start(_ tool: URL, _ arguments: [String], input: Pipe? = nil, source: String) throws -> (Process, output: Pipe, errors: Pipe) {
         let process = Process(), output = Pipe(), errors = Pipe()
         process.executableURL = tool
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input ?? FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = errors
         do {
@@ -197,7 +197,7 @@ final class VideoDecoder: Sendable {
 
     /// ffmpeg's last message lines without their "[component @ address]" prefix, or
     /// `fallback` when it wrote none.
-    private static func message(_ log: [UInt8], or fallback: String) -> String {
+    static func message(_ log: [UInt8], or fallback: String) -> String {
         let lines = String(decoding: log, as: UTF8.self).split(whereSeparator: \.isNewline).map { line in
             guard line.hasPrefix("["), let end = line.range(of: "] ") else { return String(line) }
             return String(line[end.upperBound...])

@@ -172,7 +172,7 @@ public final class YOLO: Sendable {
     }
 
     /// The task to run for a request: the model's own, or detect from a segment or pose model.
-    private func resolve(_ requested: YOLOTask?) throws -> YOLOTask {
+    func resolve(_ requested: YOLOTask?) throws -> YOLOTask {
         guard let requested, requested != task else { return task }
         if requested == .detect && (task == .segment || task == .pose) { return .detect }
         throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task.rawValue, requested: requested.rawValue)

@@ -48,12 +48,16 @@ public final class YOLOSession: Sendable {
     /// `ImageError` for a bad stdin frame size).
     ///
     /// - Parameters:
+    ///   - task: the task expected of every model the session runs, as in `YOLO.predict`;
+    ///     `nil` runs each model's own task. A mismatch with `model` throws here
+    ///     (`YOLOError.taskMismatch`), with a later model, it ends the session.
     ///   - frameStride: predict every `frameStride`-th frame only, frames `frameStride - 1`,
     ///     `2·frameStride - 1`, … as Ultralytics' `vid_stride` reads a video; `Results.frame`
     ///     stays the index in the source.
     ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
     ///     (latest wins) instead of making the source wait; ignored for files.
-    public init(model: YOLO, source: Source, frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+    public init(model: YOLO, source: Source, task: YOLOTask? = nil, frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+        _ = try model.resolve(task)
         guard frameStride >= 1 else {
             throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
         }
@@ -61,7 +65,7 @@ public final class YOLOSession: Sendable {
         let drops = dropsStaleFrames && input.isLive
         // A few frames ahead: decoding the next frame overlaps inference of this one.
         let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
-        let core = SessionCore(model: model, queue: queue, decoder: input.decoder)
+        let core = SessionCore(model: model, task: task, queue: queue, decoder: input.decoder)
         self.core = core
         frameCount = switch input {
         case let .video(decoder, _): decoder.frameCount
@@ -129,10 +133,12 @@ final class SessionCore: Sendable {
 
     let state: Mutex<State>
     let queue: FrameQueue
+    private let task: YOLOTask?
     private let decoder: VideoDecoder?
 
-    init(model: YOLO, queue: FrameQueue, decoder: VideoDecoder?) {
+    init(model: YOLO, task: YOLOTask?, queue: FrameQueue, decoder: VideoDecoder?) {
         state = Mutex(State(model: model, configuration: model.configuration))
+        self.task = task
         self.queue = queue
         self.decoder = decoder
     }
@@ -155,7 +161,7 @@ final class SessionCore: Sendable {
         let (model, configuration) = state.withLock { ($0.model, $0.configuration) }
         var result: Results
         do {
-            result = try model(frame.image, task: nil, configuration: configuration)
+            result = try model(frame.image, task: task, configuration: configuration)
         } catch {
             state.withLock { $0.failure = error }
             stop()

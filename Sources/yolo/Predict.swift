@@ -3,11 +3,11 @@ import Foundation
 import YOLOCore
 
 /// `yolo predict`: a model's results (boxes, masks, keypoints, rotated boxes or classes, by the
-/// model's task) for files, folders or glob patterns, printed like Ultralytics and optionally
-/// saved as annotated images, label files and JSON.
+/// model's task) for images, videos, streams or raw frames, printed like Ultralytics and
+/// optionally saved as annotated images and videos, label files, JSON and CSV.
 struct Predict: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a model on images: detect, segment, pose, obb or classify, as the model was trained.")
+        abstract: "Run a model on images, videos, streams or raw frames: detect, segment, pose, obb or classify, as the model was trained.")
 
     @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .safetensors path or http(s) URL.")
     var model: String = "yolo26n"
@@ -16,8 +16,19 @@ struct Predict: AsyncParsableCommand {
                                discussion: "Default: the model's own. Another task is an error, except detect from a segment or pose model (boxes only)."))
     var task: String?
 
-    @Option(help: "An image file, a folder of images, or a glob pattern such as 'images/*.jpg'.")
+    @Option(help: ArgumentHelp(
+        "An image or video file, a folder, a glob pattern such as 'images/*.jpg', a stream URL, or - for raw frames.",
+        discussion: """
+        Videos are files with Ultralytics' video extensions (mp4, mkv, avi, mov, webm, gif, …) and URLs \
+        such as rtsp://, http://, decoded by ffmpeg. - reads raw BGR24 frames of --frame-size from stdin.
+        """))
     var source: String
+
+    @Option(name: .customLong("frame-size"), help: "Width x height of the raw frames read with --source -, e.g. 640x360.")
+    var frameSize: String?
+
+    @Option(name: .customLong("vid-stride"), help: "Predict every N-th video frame only.")
+    var vidStride: Int = 1
 
     @Option(help: "Minimum confidence, 0…1.")
     var conf: Float = 0.25
@@ -34,7 +45,7 @@ struct Predict: AsyncParsableCommand {
     @Option(help: "Long side of the network input (default: the model's training size).")
     var imgsz: Int?
 
-    @Flag(help: "Save annotated images.")
+    @Flag(help: "Save annotated images, and videos as H.264 MP4 at the source's frame rate over --vid-stride (30 for streams).")
     var save = false
 
     @Flag(name: .customLong("save-txt"), help: ArgumentHelp(
@@ -42,18 +53,35 @@ struct Predict: AsyncParsableCommand {
         discussion: """
         detect: cls cx cy w h conf; segment: cls x1 y1 x2 y2 … conf (outline); pose: cls cx cy w h \
         kx ky kv … conf; obb: cls x1 y1 x2 y2 x3 y3 x4 y4 conf (corners); classify: "conf name" for \
-        the top 5.
+        the top 5. A video's frames get <stem>_<n>.txt, n counting predicted frames from 1.
         """))
     var saveTxt = false
 
-    @Option(name: .customLong("save-json"), help: "Write all results to this JSON file (an array, written as images finish).")
+    @Option(name: .customLong("save-json"), help: "Write all results to this JSON file (an array, written as results finish), or - for JSON lines on stdout.")
     var saveJSON: String?
+
+    @Flag(help: "Write results as JSON lines on stdout as they finish (as --save-json -); messages go to stderr.")
+    var stream = false
+
+    @Option(name: .customLong("save-csv"), help: "Write one CSV row per detection to this file: image, frame, class, name, conf, x1, y1, x2, y2.")
+    var saveCSV: String?
+
+    @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
+    var quiet = false
 
     @Option(help: "Folder for saved runs.")
     var project: String = "runs/predict"
 
     @Option(help: "Run name inside the project folder; exp, exp2, … when taken.")
     var name: String = "exp"
+
+    /// What `--source` names, one item of the run: an image, or frames named `name` in messages.
+    private enum Input {
+        case image(URL)
+        case frames(YOLOSession.Source, name: String)
+
+        var isImage: Bool { if case .image = self { true } else { false } }
+    }
 
     func run() async throws {
         do {
@@ -70,49 +98,69 @@ struct Predict: AsyncParsableCommand {
                     return c
                 }
             }
+            guard vidStride >= 1 else { throw CommandFailure(message: "--vid-stride \(vidStride) must be at least 1") }
             let requested = try task.map { name in
                 guard let task = YOLOTask(rawValue: name) else {
                     throw CommandFailure(message: "unknown task '\(name)'; use detect, segment, pose, obb or classify")
                 }
                 return task
             }
-            let json = try saveJSON.map { try JSONStream(path: $0) }
+            if stream, let saveJSON, saveJSON != "-" {
+                throw CommandFailure(message: "--stream writes JSON to stdout: drop --save-json \(saveJSON) or --stream")
+            }
+            let inputs = try self.inputs()
+            // Output files open first: a path that cannot be written fails before any inference.
+            let json = try (stream ? "-" : saveJSON).map { try JSONStream(OutputFile($0, option: "--save-json")) }
+            let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
+            try csv?.write(Results.csvHeader + "\n")
             let yolo = try await YOLO(model, configuration: config)
-            let files = try imageFiles(source)
             let saveDirectory = save || saveTxt ? try makeRunDirectory() : nil
-            // Each result is written as it completes and dropped: memory stays that of one image.
-            var done = 0, skipped = 0, total = (preprocess: 0.0, inference: 0.0, postprocess: 0.0)
-            for (i, file) in files.enumerated() {
-                let result: Results
+            let images = inputs.filter(\.isImage).count
+            var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
+                          images: images, videos: inputs.count - images)
+            var failure: (any Error)?
+            for (i, input) in inputs.enumerated() {
+                let label = "\(input.isImage ? "image" : "video") \(i + 1)/\(inputs.count)"
                 do {
-                    result = try await yolo.predict(file.path, task: requested)
-                } catch let error as ImageError where files.count > 1 {
-                    // As Ultralytics does: an unreadable image is reported and the batch goes on.
-                    skipped += 1
-                    FileHandle.standardError.write(Data(
-                        "WARNING ⚠️ image \(i + 1)/\(files.count) skipped: \(error.localizedDescription)\n".utf8))
-                    continue
-                }
-                done += 1
-                total.preprocess += result.speed.preprocess
-                total.inference += result.speed.inference
-                total.postprocess += result.speed.postprocess
-                print("image \(i + 1)/\(files.count) \(file.path): \(result.inputShape[2])x\(result.inputShape[3]) "
-                      + result.summary + String(format: "%.1fms", result.speed.inference))
-                try json?.append(result)
-                if let saveDirectory {
-                    if save { try result.annotated().write(to: saveDirectory.appendingPathComponent(file.lastPathComponent)) }
-                    if saveTxt { try writeLabels(result, for: file, in: saveDirectory) }
+                    // Each result is written as it completes and dropped: memory stays that of one frame.
+                    let write = { (result: Results, labelStem: String) throws in
+                        try json?.append(result)
+                        try csv?.write(result.csv())
+                        if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
+                    }
+                    switch input {
+                    case let .image(url):
+                        let result = try await yolo.predict(url.path, task: requested)
+                        run.count(result)
+                        run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
+                                + result.summary + String(format: "%.1fms", result.speed.inference))
+                        try write(result, url.deletingPathExtension().lastPathComponent)
+                        if save, let saveDirectory { try result.annotated().write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
+                    case let .frames(source, name):
+                        try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, run: &run,
+                                                saveDirectory: save ? saveDirectory : nil, write: write)
+                    }
+                } catch let error as ImageError where inputs.count > 1 {
+                    run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
+                } catch let error as SourceError where inputs.count > 1 {
+                    run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
+                } catch let error as PartialSource where inputs.count > 1 {
+                    run.warn("WARNING ⚠️ \(label) \(error.description)")
+                } catch let error as PartialSource {
+                    // The frames before the failure are written; the command still fails.
+                    failure = CommandFailure(message: error.description)
                 }
             }
             try json?.close()
-            guard done > 0 else { throw CommandFailure(message: "none of the \(files.count) images could be read") }
-            let n = Double(done)
-            print(String(format: "Speed: %.1fms preprocess, %.1fms inference, %.1fms postprocess per image",
-                         total.preprocess / n, total.inference / n, total.postprocess / n))
-            print("\(files.count) images, \(skipped) skipped")
-            if let saveJSON { print("Results saved to \(saveJSON)") }
-            if let saveDirectory { print("Results saved to \(saveDirectory.path)") }
+            try csv?.flush()
+            if let failure { throw failure }
+            guard run.done > 0 else {
+                throw CommandFailure(message: "none of the \(inputs.count) \(images == inputs.count ? "images" : "sources") could be read")
+            }
+            run.summary()
+            if let saveJSON, saveJSON != "-" { run.log.print("Results saved to \(saveJSON)") }
+            if let saveCSV { run.log.print("Results saved to \(saveCSV)") }
+            if let saveDirectory { run.log.print("Results saved to \(saveDirectory.path)") }
         } catch let error as CommandFailure {
             throw error
         } catch {
@@ -120,26 +168,85 @@ struct Predict: AsyncParsableCommand {
         }
     }
 
-    /// A file, every image in a folder (sorted), or the matches of a glob pattern. Images are
-    /// files with Ultralytics' image extensions (and GIF): those not JPEG or PNG inside are
-    /// reported as skipped, not passed over.
-    private func imageFiles(_ source: String) throws -> [URL] {
+    /// Streams a video, a network stream or stdin through a session: each frame's result is
+    /// written, annotated into `<stem>.mp4` in `saveDirectory` when given, then dropped.
+    private func predictFrames(of source: YOLOSession.Source, name: String, label: String, yolo: YOLO, task: YOLOTask?,
+                               run: inout Run, saveDirectory: URL?, write: (Results, String) throws -> Void) async throws {
+        let session = try YOLOSession(model: yolo, source: source, task: task, frameStride: vidStride)
+        let stem = URL(fileURLWithPath: name).deletingPathExtension().lastPathComponent
+        let total = session.frameCount.map { $0 / vidStride }
+        var progress = Progress(enabled: !quiet && isatty(STDERR_FILENO) == 1)
+        var writer: VideoWriter?
+        var predicted = 0
+        let started = Date()
+        for await result in session.results {
+            predicted += 1
+            run.count(result)
+            let frame = "frame \(predicted)/\(total.map(String.init) ?? "?")"
+            let detail = "\(result.inputShape[2])x\(result.inputShape[3]) \(result.summary)" + String(format: "%.1fms", result.speed.inference)
+            if progress.enabled {
+                let rate = Double(predicted) / max(Date().timeIntervalSince(started), 1e-3)
+                progress.show("\(label) \(name): \(frame), " + String(format: "%.1f frames/s, ", rate) + detail)
+            } else {
+                run.say("\(label) (\(frame)) \(name): \(detail)")
+            }
+            try write(result, "\(stem)_\(predicted)")
+            if let saveDirectory {
+                let annotated = try result.annotated()
+                if writer == nil {
+                    writer = try VideoWriter(url: saveDirectory.appendingPathComponent(stem + ".mp4"), width: annotated.width,
+                                             height: annotated.height, frameRate: max(1, (session.frameRate ?? 30) / Double(vidStride)))
+                }
+                try writer?.write(annotated)
+            }
+        }
+        progress.end()
+        try writer?.finish()
+        if let error = session.error {
+            guard predicted > 0 else { throw error }
+            throw PartialSource(description: "\(name) stopped after \(predicted) frames: \(error.localizedDescription)")
+        }
+    }
+
+    /// `--source` as the items of the run: stdin, a stream URL, or files (a file, a folder's
+    /// images and videos sorted by name, or a pattern's matches). Files with Ultralytics' image
+    /// extensions that are not JPEG or PNG are items too, reported as skipped.
+    private func inputs() throws -> [Input] {
+        if source == "-" {
+            guard let frameSize else {
+                throw CommandFailure(message: "--source - reads raw BGR24 frames: give their size with --frame-size WxH, e.g. 640x360")
+            }
+            let sides = frameSize.lowercased().split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
+            guard sides.count == 2, let width = sides[0], let height = sides[1] else {
+                throw CommandFailure(message: "--frame-size \(frameSize) is not WIDTHxHEIGHT, e.g. 640x360")
+            }
+            return [.frames(.stdin(width: width, height: height), name: "stdin")]
+        }
+        if let frameSize { throw CommandFailure(message: "--frame-size \(frameSize) applies to --source - only") }
+        if source.contains("://"), let url = URL(string: source), url.scheme != nil, !url.isFileURL {
+            return [.frames(.video(url), name: source)]
+        }
+        let images: Set = ["jpg", "jpeg", "png", "bmp", "dng", "mpo", "tif", "tiff", "webp", "pfm", "heic"]
+        let videos: Set = ["asf", "avi", "gif", "m4v", "mkv", "mov", "mp4", "mpeg", "mpg", "ts", "wmv", "webm"]
+        func kind(_ path: String) -> Input? {
+            let ext = (path as NSString).pathExtension.lowercased(), url = URL(fileURLWithPath: path)
+            return images.contains(ext) ? .image(url) : videos.contains(ext) ? .frames(.video(url), name: path) : nil
+        }
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
-        let extensions: Set = ["jpg", "jpeg", "png", "bmp", "dng", "mpo", "tif", "tiff", "webp", "pfm", "heic", "gif"]
-        let isImage = { (path: String) in extensions.contains((path as NSString).pathExtension.lowercased()) }
         if fm.fileExists(atPath: source, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { return [URL(fileURLWithPath: source)] }
-            let names = try fm.contentsOfDirectory(atPath: source).filter(isImage).sorted()
-            guard !names.isEmpty else { throw CommandFailure(message: "no images in folder \(source)") }
-            return names.map { URL(fileURLWithPath: source).appendingPathComponent($0) }
+            guard isDirectory.boolValue else { return [kind(source) ?? .image(URL(fileURLWithPath: source))] }
+            let items = try fm.contentsOfDirectory(atPath: source).sorted()
+                .compactMap { kind(URL(fileURLWithPath: source).appendingPathComponent($0).path) }
+            guard !items.isEmpty else { throw CommandFailure(message: "no images or videos in folder \(source)") }
+            return items
         }
         var matches = glob_t()
         defer { globfree(&matches) }
         guard glob(source, 0, nil, &matches) == 0 else { throw CommandFailure(message: "source \(source) does not exist") }
-        let paths = (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.filter(isImage)
-        guard !paths.isEmpty else { throw CommandFailure(message: "no images match \(source)") }
-        return paths.sorted().map { URL(fileURLWithPath: $0) }
+        let items = (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.sorted().compactMap(kind)
+        guard !items.isEmpty else { throw CommandFailure(message: "no images or videos match \(source)") }
+        return items
     }
 
     /// project/name, or project/name2, name3, … if it exists (Ultralytics `increment_path`).
@@ -168,7 +275,7 @@ struct Predict: AsyncParsableCommand {
     /// detect "cls cx cy w h conf"; segment "cls x1 y1 … conf" (the outline; objects whose
     /// outline has fewer than 3 points are left out); pose "cls cx cy w h kx ky kv … conf"; obb
     /// "cls x1 y1 … x4 y4 conf"; classify "conf name" per top-5 class. No file when no line.
-    private func writeLabels(_ result: Results, for file: URL, in directory: URL) throws {
+    private func writeLabels(_ result: Results, named stem: String, in directory: URL) throws {
         func g(_ v: Float) -> String { String(format: "%g", Double(v)) }
         var lines = [String]()
         switch result.task {
@@ -198,43 +305,144 @@ struct Predict: AsyncParsableCommand {
         let labels = directory.appendingPathComponent("labels")
         try FileManager.default.createDirectory(at: labels, withIntermediateDirectories: true)
         try (lines.joined(separator: "\n") + "\n").write(
-            to: labels.appendingPathComponent(file.deletingPathExtension().lastPathComponent + ".txt"), atomically: true, encoding: .utf8)
+            to: labels.appendingPathComponent(stem + ".txt"), atomically: true, encoding: .utf8)
     }
 }
 
-/// A JSON array written one element at a time. The file is created at once, so a path that
-/// cannot be written fails before any inference.
-final class JSONStream {
-    private let path: String
+/// A text file written as results finish, or stdout for "-". Opened at once, so a path that
+/// cannot be written fails before any inference; errors name the option.
+final class OutputFile {
+    let path: String
+    private let option: String
     private let file: UnsafeMutablePointer<FILE>
+
+    var isStdout: Bool { path == "-" }
+
+    init(_ path: String, option: String) throws {
+        (self.path, self.option) = (path, option)
+        // stdout gets a FILE of its own: nothing else writes there while it carries results.
+        guard let file = path == "-" ? fdopen(STDOUT_FILENO, "w") : fopen(path, "w") else {
+            throw CommandFailure(message: "cannot write \(option) \(path): \(String(cString: strerror(errno)))")
+        }
+        self.file = file
+    }
+
+    deinit { if !isStdout { fclose(file) } }
+
+    func write(_ text: String) throws {
+        guard fputs(text, file) >= 0 else { throw failure() }
+    }
+
+    func flush() throws {
+        guard fflush(file) == 0 else { throw failure() }
+    }
+
+    private func failure() -> CommandFailure {
+        CommandFailure(message: "cannot write \(option) \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// Results as JSON: an array in a file, or JSON lines on stdout, each flushed as it is written
+/// so that another program reads them live.
+final class JSONStream {
+    let file: OutputFile
     private var count = 0
     private let encoder = JSONEncoder()
 
-    init(path: String) throws {
-        guard let file = fopen(path, "w") else {
-            throw CommandFailure(message: "cannot write --save-json \(path): \(String(cString: strerror(errno)))")
-        }
-        (self.path, self.file) = (path, file)
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    init(_ file: OutputFile) {
+        self.file = file
+        encoder.outputFormatting = file.isStdout ? [.sortedKeys] : [.prettyPrinted, .sortedKeys]
     }
 
-    deinit { fclose(file) }
-
     func append(_ value: some Encodable) throws {
-        try write((count == 0 ? "[\n" : ",\n") + String(decoding: try encoder.encode(value), as: UTF8.self))
+        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+        if file.isStdout {
+            try file.write(text + "\n")
+            try file.flush()
+        } else {
+            try file.write((count == 0 ? "[\n" : ",\n") + text)
+        }
         count += 1
     }
 
     func close() throws {
-        try write(count == 0 ? "[]\n" : "\n]\n")
-        guard fflush(file) == 0 else { throw failure() }
+        if !file.isStdout { try file.write(count == 0 ? "[]\n" : "\n]\n") }
+        try file.flush()
+    }
+}
+
+/// A video or stream that failed after some of its frames were predicted and written.
+private struct PartialSource: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The run's counts and messages: lines per image or frame (unless quiet) to stdout, or to
+/// stderr when stdout carries JSON lines.
+private struct Run {
+    enum Log {
+        case standardOutput, standardError
+
+        func print(_ line: String) {
+            switch self {
+            case .standardOutput: Swift.print(line)
+            case .standardError: FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+        }
     }
 
-    private func write(_ text: String) throws {
-        guard fputs(text, file) >= 0 else { throw failure() }
+    let log: Log
+    let quiet: Bool
+    /// Image and video items in the run.
+    let images: Int, videos: Int
+    /// Images and frames predicted, items skipped.
+    var done = 0, frames = 0, skipped = 0
+    var total = (preprocess: 0.0, inference: 0.0, postprocess: 0.0)
+
+    mutating func count(_ result: Results) {
+        done += 1
+        if result.frame != nil { frames += 1 }
+        total.preprocess += result.speed.preprocess
+        total.inference += result.speed.inference
+        total.postprocess += result.speed.postprocess
     }
 
-    private func failure() -> CommandFailure {
-        CommandFailure(message: "cannot write --save-json \(path): \(String(cString: strerror(errno)))")
+    func say(_ line: String) {
+        if !quiet { log.print(line) }
+    }
+
+    mutating func warn(_ line: String) {
+        skipped += 1
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    func summary() {
+        let n = Double(done)
+        log.print(String(format: "Speed: %.1fms preprocess, %.1fms inference, %.1fms postprocess per image",
+                         total.preprocess / n, total.inference / n, total.postprocess / n))
+        let parts = (images > 0 || videos == 0 ? ["\(images) \(images == 1 ? "image" : "images")"] : [])
+            + (videos > 0 ? ["\(videos) \(videos == 1 ? "video" : "videos") (\(frames) frames)"] : [])
+        log.print((parts + ["\(skipped) skipped"]).joined(separator: ", "))
+    }
+}
+
+/// One line on a terminal's stderr rewritten in place, at most 10 times a second.
+private struct Progress {
+    let enabled: Bool
+    private var shown = false
+    private var last = 0.0
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func show(_ line: String) {
+        let now = Date().timeIntervalSinceReferenceDate
+        guard enabled, now - last >= 0.1 else { return }
+        last = now
+        shown = true
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+    }
+
+    mutating func end() {
+        if shown { FileHandle.standardError.write(Data("\n".utf8)) }
+        shown = false
     }
 }

@@ -10,14 +10,16 @@ struct MissingTestInput: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Runs a built executable as a user would, in `directory`, with `environment` added to ours.
+/// Runs a built executable as a user would, in `directory`, with `environment` added to ours
+/// and `stdin`'s bytes, if given, on its standard input.
 func runCommand(_ executable: URL, _ arguments: [String], in directory: URL,
-                environment: [String: String]) throws -> CommandResult {
+                environment: [String: String], stdin: URL? = nil) throws -> CommandResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
     process.currentDirectoryURL = directory
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    if let stdin { process.standardInput = try FileHandle(forReadingFrom: stdin) }
     // Files rather than pipes: a full pipe would block the child while we wait for it.
     let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
     try Data().write(to: out)

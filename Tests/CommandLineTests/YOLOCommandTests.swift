@@ -131,12 +131,14 @@ final class YOLOCommandTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let warnings = result.stderr.split(separator: "\n")
         XCTAssertEqual(warnings.count, 5, result.stderr)
+        // GIF is a video format for Ultralytics, read by ffmpeg.
         for (i, name) in ["b-fake.jpg", "c.bmp", "d.webp", "e.gif", "f.tiff"].enumerated() {
-            XCTAssertTrue(warnings[i].hasPrefix("WARNING ⚠️ image \(i + 2)/7 skipped: "), String(warnings[i]))
+            let kind = name == "e.gif" ? "video" : "image"
+            XCTAssertTrue(warnings[i].hasPrefix("WARNING ⚠️ \(kind) \(i + 2)/7 skipped: "), String(warnings[i]))
             XCTAssertTrue(warnings[i].contains(name), String(warnings[i]))
         }
         XCTAssertTrue(result.stdout.contains("image 7/7 \(folder.path)/z-zidane.jpg: 384x640 2 persons, 1 tie, "), result.stdout)
-        XCTAssertTrue(result.stdout.contains("\n7 images, 5 skipped\n"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("\n6 images, 1 video (0 frames), 5 skipped\n"), result.stdout)
         XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-bus.jpg", "z-zidane.jpg"])
         XCTAssertEqual(try labels("exp", "a-bus").count, 5)
 

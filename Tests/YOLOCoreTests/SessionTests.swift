@@ -187,6 +187,22 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(indices.last, 39, "the newest frame is never dropped")
     }
 
+    /// The task asked of a session is checked at `init`, and detect from a segment model gives
+    /// boxes alone, as `predict(_:task:)` does.
+    func testTaskIsCheckedAtInitAndApplied() async throws {
+        let image = try Image(pixels: [UInt8](repeating: 90, count: 64 * 48 * 3), width: 64, height: 48, format: .bgr)
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(AsyncStream { nil }),
+                                             task: .segment)) { error in
+            XCTAssertEqual(error as? YOLOError, .taskMismatch(model: "yolo26n.safetensors", task: "detect", requested: "segment"))
+        }
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n-seg", imageSize: 64), source: .frames(AsyncStream { image }),
+                                      task: .detect)
+        for await result in session.results {
+            XCTAssertEqual(result.task, .detect)
+            break
+        }
+    }
+
     func testFrameIsEncodedOnlyWhenSet() throws {
         var result = try JSONDecoder().decode(Results.self, from: Data(#"{"orig_shape": [2, 2], "boxes": {"xyxy": [], "conf": [], "cls": []}}"#.utf8))
         XCTAssertFalse(String(decoding: try JSONEncoder().encode(result), as: UTF8.self).contains("frame"))

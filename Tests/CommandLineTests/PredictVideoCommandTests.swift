@@ -1,0 +1,184 @@
+import Foundation
+import XCTest
+
+/// `yolo predict` on videos, streams and raw frames on stdin, run as a user would.
+final class PredictVideoCommandTests: CommandTestCase {
+    override class var executableName: String { "yolo" }
+
+    private func yolo(_ arguments: [String], stdin: URL? = nil) throws -> CommandResult {
+        let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+        return try runCommand(executable, arguments, in: scratch,
+                              environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path], stdin: stdin)
+    }
+
+    private func ffmpeg(_ arguments: [String]) throws {
+        let result = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["ffmpeg", "-nostdin", "-v", "error", "-y"] + arguments,
+                                    in: scratch, environment: [:])
+        XCTAssertEqual(result.status, 0, "ffmpeg \(arguments): \(result.stderr)")
+    }
+
+    private func json(_ file: String) throws -> [[String: Any]] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent(file))) as? [[String: Any]])
+    }
+
+    /// Every 10th frame of pan.mp4: JSON records with `frame` matching Ultralytics' boxes, CSV
+    /// rows, label files per frame and the annotated H.264 video at 25 / 10 frames per second.
+    func testVideoWritesJSONCSVLabelsAndAnnotatedVideo() throws {
+        let pan = try sharedFile("videos", "pan.mp4")
+        let result = try yolo(["predict", "--source", pan.path, "--vid-stride", "10", "--save", "--save-txt",
+                               "--save-json", "out.json", "--save-csv", "out.csv"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("video 1/1 (frame 15/15) \(pan.path): 384x640 "), result.stdout)
+        XCTAssertTrue(result.stdout.contains("\n1 video (15 frames), 0 skipped\n"), result.stdout)
+
+        let records = try json("out.json")
+        XCTAssertEqual(records.map { $0["frame"] as? Int }, Array(stride(from: 9, to: 150, by: 10)))
+        XCTAssertTrue(records.allSatisfy { $0["image"] as? String == "pan.mp4" && $0["orig_shape"] as? [Int] == [360, 640] })
+        struct Reference: Decodable {
+            struct Frame: Decodable {
+                struct Boxes: Decodable { var xyxy: [[Float]], cls: [Int] }
+                var frame: Int, boxes: Boxes
+            }
+            var frames: [Frame]
+        }
+        let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
+            sharedFile("reference", "video/pan-predict-yolo26n.json")))
+        var boxes = 0
+        for record in records {
+            let frame = try XCTUnwrap(record["frame"] as? Int), ours = try XCTUnwrap(record["boxes"] as? [String: Any])
+            let expected = reference.frames[frame].boxes
+            XCTAssertEqual((ours["cls"] as? [Int])?.sorted(), expected.cls.sorted(), "frame \(frame)")
+            let xyxy = try XCTUnwrap(ours["xyxy"] as? [[Double]])
+            for box in expected.xyxy {
+                XCTAssertTrue(xyxy.contains { zip($0, box).allSatisfy { abs($0 - Double($1)) < 1 } }, "frame \(frame): \(box)")
+            }
+            boxes += xyxy.count
+        }
+
+        let csv = try String(contentsOf: scratch.appendingPathComponent("out.csv"), encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2")
+        XCTAssertEqual(csv.count, boxes + 1)
+        XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
+        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",").count == 9 })
+
+        let run = scratch.appendingPathComponent("runs/predict/exp")
+        let labels = try FileManager.default.contentsOfDirectory(atPath: run.appendingPathComponent("labels").path)
+        XCTAssertEqual(Set(labels), Set((1...15).map { "pan_\($0).txt" }))
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"),
+                                   ["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                                    "stream=codec_name,width,height,avg_frame_rate,nb_read_frames", "-of", "csv=p=0",
+                                    run.appendingPathComponent("pan.mp4").path], in: scratch, environment: [:])
+        XCTAssertEqual(probe.stdout, "h264,640,360,5/2,15\n", probe.stderr)
+    }
+
+    /// `--stream`: one JSON object per line on stdout as frames finish; the lines for people on
+    /// stderr.
+    func testStreamWritesJSONLinesToStdout() throws {
+        let pan = try sharedFile("videos", "pan.mp4")
+        let result = try yolo(["predict", "--source", pan.path, "--vid-stride", "50", "--imgsz", "160", "--stream"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, result.stdout)
+        let frames = try lines.map { line in
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["frame"] as? Int
+        }
+        XCTAssertEqual(frames, [49, 99, 149])
+        XCTAssertTrue(result.stderr.contains("video 1/1 (frame 3/3) "), result.stderr)
+        XCTAssertEqual(try yolo(["predict", "--source", pan.path, "--stream", "--save-json", "x.json"]).status, 1)
+    }
+
+    /// Raw BGR24 frames on stdin: whole frames are predicted and written; input that ends inside
+    /// a frame fails after them, naming the bytes that arrived.
+    func testStdinFramesAndAFrameCutShort() throws {
+        let frames = scratch.appendingPathComponent("frames.bgr")
+        try ffmpeg(["-i", try sharedFile("videos", "pan.mp4").path, "-frames:v", "3", "-f", "rawvideo", "-pix_fmt", "bgr24", frames.path])
+        let whole = try Data(contentsOf: frames)
+        XCTAssertEqual(whole.count, 3 * 640 * 360 * 3)
+        var result = try yolo(["predict", "--source", "-", "--frame-size", "640x360", "--imgsz", "320", "--save-json", "out.json"],
+                              stdin: frames)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try json("out.json").map { $0["frame"] as? Int }, [0, 1, 2])
+        XCTAssertTrue(result.stdout.contains("video 1/1 (frame 3/?) stdin: 192x320 2 persons"), result.stdout)
+
+        try (whole + Data(count: 1000)).write(to: frames)
+        result = try yolo(["predict", "--source", "-", "--frame-size", "640x360", "--imgsz", "320", "--save-json", "cut.json"],
+                          stdin: frames)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stderr, "Error: stdin stopped after 3 frames: stdin ended inside frame 3: 1000 of its 691200 bytes arrived\n")
+        XCTAssertEqual(try json("cut.json").count, 3, "the frames before the cut are written")
+
+        for (arguments, message) in [
+            (["--source", "-"], "Error: --source - reads raw BGR24 frames: give their size with --frame-size WxH, e.g. 640x360"),
+            (["--source", "-", "--frame-size", "640"], "Error: --frame-size 640 is not WIDTHxHEIGHT, e.g. 640x360"),
+            (["--source", "-", "--frame-size", "0x360"], "Error: invalid pixels: stdin: size 0×360 has no pixels"),
+            (["--source", "x.mp4", "--frame-size", "640x360"], "Error: --frame-size 640x360 applies to --source - only"),
+        ] {
+            let bad = try yolo(["predict"] + arguments, stdin: frames)
+            XCTAssertEqual(bad.status, 1, "\(arguments)")
+            XCTAssertEqual(bad.stderr, message + "\n", "\(arguments)")
+        }
+    }
+
+    /// Videos that cannot be read fail in one line; in a folder they are skipped and the rest is
+    /// predicted; a file cut short writes the frames before the cut, then fails.
+    func testBadVideosFailClearlyOrAreSkipped() throws {
+        let pan = try sharedFile("videos", "pan.mp4")
+        try Data().write(to: scratch.appendingPathComponent("empty.mp4"))
+        try Data("not a video".utf8).write(to: scratch.appendingPathComponent("text.mp4"))
+        for (arguments, environment, message) in [
+            (["--source", "empty.mp4"], [:], "Error: cannot open \(scratch.path)/empty.mp4: "),
+            (["--source", "text.mp4"], [:], "Error: cannot open \(scratch.path)/text.mp4: "),
+            (["--source", pan.path], ["PATH": "/nonexistent"], "Error: ffprobe not found on PATH (/nonexistent): video sources need the Debian package ffmpeg"),
+            (["--source", "rtsp://127.0.0.1:9/live"], [:], "Error: cannot open rtsp://127.0.0.1:9/live: "),
+            (["--source", pan.path, "--vid-stride", "0"], [:], "Error: --vid-stride 0 must be at least 1"),
+        ] {
+            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let result = try runCommand(executable, ["predict"] + arguments, in: scratch,
+                                        environment: ["YOLO_WEIGHTS_DIR": weights.path].merging(environment) { $1 })
+            XCTAssertEqual(result.status, 1, "\(arguments)")
+            XCTAssertTrue(result.stderr.hasPrefix(message), "\(arguments): \(result.stderr)")
+            XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+        }
+
+        let folder = scratch.appendingPathComponent("mixed")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try ffmpeg(["-i", pan.path, "-frames:v", "4", "-c", "copy", folder.appendingPathComponent("a.mp4").path])
+        try FileManager.default.copyItem(at: scratch.appendingPathComponent("text.mp4"), to: folder.appendingPathComponent("b.mp4"))
+        try FileManager.default.copyItem(at: try sharedFile("images", "bus.jpg"), to: folder.appendingPathComponent("c.jpg"))
+        var result = try yolo(["predict", "--source", folder.path, "--imgsz", "160", "--save-json", "mixed.json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.hasPrefix("WARNING ⚠️ video 2/3 skipped: cannot open \(folder.path)/b.mp4: "), result.stderr)
+        XCTAssertTrue(result.stdout.contains("\n1 image, 2 videos (4 frames), 1 skipped\n"), result.stdout)
+        XCTAssertEqual(try json("mixed.json").map { $0["image"] as? String }, ["a.mp4", "a.mp4", "a.mp4", "a.mp4", "c.jpg"])
+
+        // The index first, as a streamable file has it, so that a cut leaves it whole.
+        let whole = scratch.appendingPathComponent("whole.mp4"), cut = scratch.appendingPathComponent("cut.mp4")
+        try ffmpeg(["-i", pan.path, "-c", "copy", "-movflags", "+faststart", whole.path])
+        let bytes = try Data(contentsOf: whole)
+        try bytes.prefix(bytes.count / 3).write(to: cut)
+        result = try yolo(["predict", "--source", cut.path, "--imgsz", "64", "--save-json", "cut.json"])
+        XCTAssertEqual(result.status, 1)
+        let delivered = try json("cut.json").count
+        XCTAssertGreaterThan(delivered, 10)
+        XCTAssertTrue(result.stderr.hasPrefix("Error: \(cut.path) stopped after \(delivered) frames: \(cut.path) ended after \(delivered) of its 150 frames: "),
+                      result.stderr)
+    }
+
+    /// Nothing is kept per frame: 1,000 frames peak within 10 MB of 50, saving JSON, CSV and the
+    /// annotated video.
+    func testMemoryDoesNotGrowWithTheLengthOfTheVideo() throws {
+        func peak(frames: Int) throws -> Int {
+            let video = scratch.appendingPathComponent("test-\(frames).mp4")
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x96:rate=25", "-frames:v", String(frames), "-pix_fmt", "yuv420p", video.path])
+            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", video.path, "--imgsz", "64", "--save",
+                                                                   "--save-json", "out-\(frames).json", "--save-csv", "out-\(frames).csv"],
+                                                      in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
+            XCTAssertEqual(status, 0)
+            XCTAssertEqual(try json("out-\(frames).json").count, frames)
+            return peak
+        }
+        let few = try peak(frames: 50), many = try peak(frames: 1000)
+        XCTAssertLessThan(many - few, 10 << 20, "peak RSS \(few >> 20) MB over 50 frames, \(many >> 20) MB over 1000")
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import XCTest
+import YOLOCore
+
+/// `Results.csv()`: one row per detection in `csvHeader`'s columns, for every task.
+final class CSVTests: XCTestCase {
+    func testRowsForBoxesRotatedBoxesAndClasses() async throws {
+        let bus = Fixtures.shared.appendingPathComponent("images/bus.jpg").path
+        var detect = try await Fixtures.model("yolo26n").predict(bus)
+        var rows = detect.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 9)
+        XCTAssertEqual(rows.count, detect.boxes.count)
+        for (row, box) in zip(rows, detect.boxes) {
+            XCTAssertEqual(row.count, 9)
+            XCTAssertEqual(Array(row[0...3]), ["bus.jpg", "", Substring(String(box.cls)), Substring(box.name)])
+            XCTAssertEqual(row[4...].map { Float($0)! }, [box.conf] + box.xyxy)
+        }
+        // Text fields with a comma or a quote are quoted, the quote doubled.
+        detect.path = "a,\"b\".jpg"
+        detect.frame = 7
+        XCTAssertTrue(detect.csv().hasPrefix("\"a,\"\"b\"\".jpg\",7,0,person,"), detect.csv())
+
+        let obb = try await Fixtures.model("yolo26n-obb").predict(Fixtures.shared.appendingPathComponent("images/boats.jpg").path)
+        rows = obb.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        XCTAssertGreaterThan(obb.obb.count, 0)
+        XCTAssertEqual(rows.count, obb.obb.count)
+        XCTAssertEqual(rows[0][5...].map { Float($0)! }, obb.obb[0].xyxy, "the rotated box's enclosing box")
+
+        let classify = try await Fixtures.model("yolo26n-cls").predict(bus)
+        XCTAssertEqual(classify.csv(), "bus.jpg,,\(classify.probs!.top1),minibus,\(classify.probs!.top1conf),,,,\n")
+    }
+}
