@@ -49,10 +49,11 @@ package struct KalmanFilter: Sendable, Equatable {
             + deviations(box, weight: Self.velocityWeight, constant: 1e-5)
         var mean = s.mean
         for k in 0..<4 { mean[k] += s.mean[k + 4] }
-        var motion = [Double](repeating: 0, count: 64)
-        for k in 0..<8 { motion[k * 9] = 1 }
-        for k in 0..<4 { motion[k * 8 + k + 4] = 1 }
-        var covariance = multiply(multiply(motion, s.covariance, 8, 8, 8), transpose(motion, 8, 8), 8, 8, 8)
+        // F P, then (F P) Fᵀ as multi_predict orders it: F adds the lower rows to the upper ones,
+        // Fᵀ the right columns to the left ones (the same sums as NumPy's products).
+        var covariance = s.covariance
+        for r in 0..<4 { for c in 0..<8 { covariance[r * 8 + c] += s.covariance[(r + 4) * 8 + c] } }
+        for r in 0..<8 { for c in 0..<4 { covariance[r * 8 + c] += covariance[r * 8 + c + 4] } }
         for k in 0..<8 { covariance[k * 9] += std[k] * std[k] }
         return State(mean: mean, covariance: covariance)
     }

@@ -33,18 +33,18 @@ package func linearAssignment(_ cost: [Double], rows: Int, columns: Int, costLim
         return LinearAssignment(matches: [], unmatchedRows: Array(0..<rows), unmatchedColumns: Array(0..<columns))
     }
     let n = rows + columns, never = 2 * abs(costLimit) + 1
-    var square = [Double](repeating: costLimit / 2, count: n * n)
-    for i in 0..<n {
-        for j in 0..<n {
-            if i < rows && j < columns {
-                let c = cost[i * columns + j]
-                square[i * n + j] = c.isFinite ? c : never
-            } else if i >= rows && j >= columns {
-                square[i * n + j] = 0
-            }
+    var solver = JonkerVolgenant(n: n)
+    defer { solver.deallocate() }
+    solver.cost.initialize(repeating: costLimit / 2)
+    for i in 0..<rows {
+        for j in 0..<columns {
+            let c = cost[i * columns + j]
+            solver.cost[i * n + j] = c.isFinite ? c : never
         }
     }
-    var solver = JonkerVolgenant(n: n, cost: square)
+    for i in rows..<n {
+        for j in columns..<n { solver.cost[i * n + j] = 0 }
+    }
     solver.solve()
     let columnOfRow = (0..<rows).map { solver.x[$0] < columns ? solver.x[$0] : -1 }
     let rowOfColumn = (0..<columns).map { solver.y[$0] < rows ? solver.y[$0] : -1 }
@@ -55,26 +55,44 @@ package func linearAssignment(_ cost: [Double], rows: Int, columns: Int, costLim
 }
 
 /// The Jonker–Volgenant shortest-augmenting-path algorithm on a square `n × n` cost matrix
-/// (row-major), in the order lap runs its steps.
+/// (row-major), in the order lap runs its steps. Its buffers are allocated once per problem.
 private struct JonkerVolgenant {
     let n: Int
-    let cost: [Double]
+    let cost: UnsafeMutableBufferPointer<Double>
     /// The column of each row and the row of each column (-1: none), and the column potentials.
-    var x: [Int], y: [Int], v: [Double]
-    var free = [Int]()
+    let x: UnsafeMutableBufferPointer<Int>, y: UnsafeMutableBufferPointer<Int>, v: UnsafeMutableBufferPointer<Double>
+    /// Rows without a column, `free[..<freeCount]`.
+    let free: UnsafeMutableBufferPointer<Int>
+    var freeCount = 0
+    /// The shortest-path search's columns in order (done, to scan, to do), predecessor rows and
+    /// distances.
+    let columns: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
+    let d: UnsafeMutableBufferPointer<Double>
 
-    init(n: Int, cost: [Double]) {
+    init(n: Int) {
         self.n = n
-        self.cost = cost
-        x = [Int](repeating: -1, count: n)
-        y = [Int](repeating: 0, count: n)
-        v = [Double](repeating: .infinity, count: n)
+        cost = .allocate(capacity: n * n)
+        x = .allocate(capacity: n)
+        x.initialize(repeating: -1)
+        y = .allocate(capacity: n)
+        y.initialize(repeating: 0)
+        v = .allocate(capacity: n)
+        v.initialize(repeating: .infinity)
+        free = .allocate(capacity: n)
+        columns = .allocate(capacity: n)
+        predecessor = .allocate(capacity: n)
+        d = .allocate(capacity: n)
+    }
+
+    func deallocate() {
+        for buffer in [x, y, free, columns, predecessor] { buffer.deallocate() }
+        for buffer in [cost, v, d] { buffer.deallocate() }
     }
 
     mutating func solve() {
         reduceColumns()
-        for _ in 0..<2 where !free.isEmpty { reduceRows() }
-        for row in free { augment(from: row) }
+        for _ in 0..<2 where freeCount > 0 { reduceRows() }
+        for k in 0..<freeCount { augment(from: free[k]) }
     }
 
     /// Column reduction and reduction transfer: each column's potential is its minimum and its
@@ -94,7 +112,8 @@ private struct JonkerVolgenant {
         }
         for i in 0..<n {
             if x[i] < 0 {
-                free.append(i)
+                free[freeCount] = i
+                freeCount += 1
             } else if unique[i] {
                 let j = x[i]
                 var least = Double.infinity
@@ -109,7 +128,7 @@ private struct JonkerVolgenant {
     /// displaces is free again, retried at once when the potential fell.
     private mutating func reduceRows() {
         var current = 0, kept = 0, rounds = 0
-        while current < free.count {
+        while current < freeCount {
             rounds += 1
             let row = free[current]
             current += 1
@@ -144,14 +163,17 @@ private struct JonkerVolgenant {
             x[row] = j1
             y[j1] = row
         }
-        free.removeLast(free.count - kept)
+        freeCount = kept
     }
 
     /// Dijkstra's shortest path from a free row to a free column over reduced costs, then the
     /// assignments along it flipped.
-    private mutating func augment(from start: Int) {
-        var columns = Array(0..<n), predecessor = [Int](repeating: start, count: n)
-        var d = (0..<n).map { cost[start * n + $0] - v[$0] }
+    private func augment(from start: Int) {
+        for j in 0..<n {
+            columns[j] = j
+            predecessor[j] = start
+            d[j] = cost[start * n + j] - v[j]
+        }
         // columns[..<lo]: done; columns[lo..<hi]: at the current minimum distance, to scan.
         var lo = 0, hi = 0, ready = 0, end = -1
         search: while true {
