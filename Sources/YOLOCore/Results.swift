@@ -292,7 +292,8 @@ public struct Results: Sendable, Equatable {
     public let originalShape: [Int]
     /// The network input's shape [1, 3, H, W].
     public let inputShape: [Int]
-    /// Detections sorted by confidence, highest first (detect, segment, pose).
+    /// Detections sorted by confidence, highest first (detect, segment, pose); in track order
+    /// when tracked.
     public let boxes: [Box]
     /// One mask per box (segment).
     public let masks: [Mask]

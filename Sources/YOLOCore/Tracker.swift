@@ -93,17 +93,14 @@ public struct ObjectTracker: Sendable {
         let candidates = joint(tracked.filter { pool[$0]!.isActivated }, lost)
         for id in candidates { pool[id]!.predict(filter) }
         var activated = [Int](), refound = [Int](), newlyLost = [Int](), newlyRemoved = [Int]()
+        // A tracked track is updated, a lost one found again (`update`, `re_activate`).
         func apply(_ id: Int, _ detection: Tracklet) {
-            if pool[id]!.phase == .tracked {
-                pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
-                activated.append(id)
-            } else {
-                pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
-                refound.append(id)
-            }
+            if pool[id]!.phase == .tracked { activated.append(id) } else { refound.append(id) }
+            pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
         }
 
-        let first = assign(distances(candidates, detections), candidates.count, detections.count, costLimit: configuration.matchThreshold)
+        let first = assign(distances(candidates, detections), candidates.count, detections.count,
+                           costLimit: configuration.matchThreshold)
         for (t, d) in first.matches { apply(candidates[t], detections[d]) }
 
         // Tracks still unmatched (not those already lost) try the low-confidence boxes.
