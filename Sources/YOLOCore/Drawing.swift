@@ -39,7 +39,8 @@ private func classColor(_ cls: Int) -> RGB { palette[(cls % palette.count + pale
 extension Results {
     /// A copy of `image` with the results drawn the way Ultralytics' `Results.plot()` draws them
     /// (OpenCV path, its default), in this order: masks as translucent fills in the class colour
-    /// (alpha 0.5), boxes (or rotated boxes as polygons) with a label reading "name conf",
+    /// (alpha 0.5), boxes (or rotated boxes as polygons) with a label reading "name conf"
+    /// ("id:7 name conf" for a tracked box),
     /// the top-5 classes as text lines in the top-left corner, then keypoints (radius 5, those
     /// with confidence ≥ 0.25) and, for the 17 COCO keypoints, the skeleton.
     ///
@@ -139,7 +140,8 @@ extension Image {
         guard box.xyxy.count == 4, box.xyxy.allSatisfy({ $0.isFinite }) else { return }
         let c = box.xyxy.map(pixel)
         strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: classColor(box.cls))
-        drawLabel("\(box.name) \(String(format: "%.2f", Double(box.conf)))", x: c[0], y: c[1], lineWidth: lineWidth)
+        let label = (box.id.map { "id:\($0) " } ?? "") + "\(box.name) \(String(format: "%.2f", Double(box.conf)))"
+        drawLabel(label, x: c[0], y: c[1], lineWidth: lineWidth)
     }
 
     /// A label pill whose bottom-left corner is (x, y), or whose top-left corner is when there

@@ -28,6 +28,21 @@ public struct Box: Sendable, Equatable {
     public let name: String
     /// Original image height and width, for the normalized forms.
     public let originalShape: [Int]
+    /// Track ID from an `ObjectTracker`; nil when untracked.
+    public var id: Int?
+
+    /// A box in original-image pixels, e.g. from another detector, to track or draw.
+    /// - Parameters:
+    ///   - xyxy: x1, y1, x2, y2.
+    ///   - originalShape: the image's height and width.
+    public init(xyxy: [Float], conf: Float, cls: Int, name: String, originalShape: [Int], id: Int? = nil) {
+        self.xyxy = xyxy
+        self.conf = conf
+        self.cls = cls
+        self.name = name
+        self.originalShape = originalShape
+        self.id = id
+    }
 
     /// Centre x, centre y, width, height.
     public var xywh: [Float] {
@@ -277,7 +292,8 @@ public struct Results: Sendable, Equatable {
     public let originalShape: [Int]
     /// The network input's shape [1, 3, H, W].
     public let inputShape: [Int]
-    /// Detections sorted by confidence, highest first (detect, segment, pose).
+    /// Detections sorted by confidence, highest first (detect, segment, pose); in track order
+    /// when tracked.
     public let boxes: [Box]
     /// One mask per box (segment).
     public let masks: [Mask]
@@ -337,6 +353,9 @@ extension Results: Codable {
         var xyxy: [[Float]], conf: [Float], cls: [Int]
         /// Absent in Ultralytics' own export, which has a top-level `names` map instead.
         var name: [String]?
+        /// Track IDs, present only when every box is tracked (Ultralytics' `boxes.id`, which is
+        /// None unless all are); an empty list reads as untracked.
+        var id: [Int]?
     }
 
     private struct MaskColumns: Codable {
@@ -370,8 +389,10 @@ extension Results: Codable {
         try c.encode(speed, forKey: .speed)
         switch task {
         case .detect, .segment, .pose:
+            let ids = boxes.compactMap(\.id)
             try c.encode(BoxColumns(xyxy: boxes.map(\.xyxy), conf: boxes.map(\.conf), cls: boxes.map(\.cls),
-                                    name: boxes.map(\.name)), forKey: .boxes)
+                                    name: boxes.map(\.name), id: !ids.isEmpty && ids.count == boxes.count ? ids : nil),
+                         forKey: .boxes)
         case .obb:
             try c.encode(OBBColumns(xywhr: obb.map(\.xywhr), xyxyxyxy: obb.map(\.xyxyxyxy), conf: obb.map(\.conf),
                                     cls: obb.map(\.cls), name: obb.map(\.name)), forKey: .obb)
@@ -410,13 +431,15 @@ extension Results: Codable {
         image = nil
 
         if let columns = try c.decodeIfPresent(BoxColumns.self, forKey: .boxes) {
+            let ids = columns.id.flatMap { $0.isEmpty ? nil : $0 }
             guard columns.conf.count == columns.xyxy.count, columns.cls.count == columns.xyxy.count,
-                  columns.xyxy.allSatisfy({ $0.count == 4 }) else {
+                  ids.map({ $0.count == columns.xyxy.count }) ?? true, columns.xyxy.allSatisfy({ $0.count == 4 }) else {
                 throw DecodingError.dataCorruptedError(forKey: .boxes, in: c, debugDescription: "box columns differ in length")
             }
             let n = names(columns.name, columns.cls)
             boxes = columns.xyxy.indices.map {
-                Box(xyxy: columns.xyxy[$0], conf: columns.conf[$0], cls: columns.cls[$0], name: n[$0], originalShape: shape)
+                Box(xyxy: columns.xyxy[$0], conf: columns.conf[$0], cls: columns.cls[$0], name: n[$0], originalShape: shape,
+                    id: ids?[$0])
             }
         } else {
             boxes = []

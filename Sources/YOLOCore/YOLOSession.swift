@@ -12,6 +12,14 @@ import Synchronization
 /// if let error = session.error { print(error.localizedDescription) }   // a source that ended early
 /// ```
 ///
+/// With a tracker, boxes carry track IDs as Ultralytics' `model.track(source, persist=True)`
+/// gives them:
+///
+/// ```swift
+/// let session = try YOLOSession(model: model, source: .video(url), tracker: .bytetrack)
+/// for await result in session.results { print(result.boxes.map(\.id)) }
+/// ```
+///
 /// The source is read beside inference, a few frames ahead. File sources never lose a frame: the
 /// reader waits when inference falls behind. Live sources (`.frames`, `.stdin`, network URLs)
 /// opened with `dropsStaleFrames` keep only the newest waiting frame instead (`droppedFrames`
@@ -54,18 +62,32 @@ public final class YOLOSession: Sendable {
     ///   - frameStride: predict every `frameStride`-th frame only, frames `frameStride - 1`,
     ///     `2·frameStride - 1`, … as Ultralytics' `vid_stride` reads a video; `Results.frame`
     ///     stays the index in the source.
+    ///   - tracker: track the boxes across frames with this tracker (see `tracker`). As
+    ///     Ultralytics' `model.track`, the session's confidence threshold then starts at 0.1 so that
+    ///     the tracker sees low-confidence boxes; `configuration` can change it.
     ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
     ///     (latest wins) instead of making the source wait; ignored for files.
-    public init(model: YOLO, source: Source, task: YOLOTask? = nil, frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
-        _ = try model.resolve(task)
+    /// - Throws: also `TrackingError.unsupportedTask` for a tracker on a classify or obb model.
+    public init(model: YOLO, source: Source, task: YOLOTask? = nil, tracker: TrackerConfiguration? = nil,
+                frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+        let effectiveTask = try model.resolve(task)
         guard frameStride >= 1 else {
             throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
+        }
+        if tracker != nil, ![.detect, .segment, .pose].contains(effectiveTask) {
+            throw TrackingError.unsupportedTask(effectiveTask)
         }
         let input = try Input(source)
         let drops = dropsStaleFrames && input.isLive
         // A few frames ahead: decoding the next frame overlaps inference of this one.
         let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
         let core = SessionCore(model: model, task: task, queue: queue, decoder: input.decoder)
+        if let tracker {
+            core.state.withLock { s in
+                s.tracker = ObjectTracker(tracker)
+                s.configuration.confidence = 0.1
+            }
+        }
         self.core = core
         frameCount = switch input {
         case let .video(decoder, _): decoder.frameCount
@@ -90,6 +112,21 @@ public final class YOLOSession: Sendable {
         get { core.state.withLock { $0.configuration } }
         set { core.state.withLock { $0.configuration = newValue } }
     }
+
+    /// The tracker giving boxes their IDs from the next frame on, nil when not tracking. Setting
+    /// it starts a new tracker (IDs from 1); the tracker keeps running when `model` changes.
+    /// Results of a model without boxes then end the session with `TrackingError`.
+    public var tracker: TrackerConfiguration? {
+        get { core.state.withLock { $0.tracker?.configuration } }
+        set { core.state.withLock { $0.tracker = newValue.map { ObjectTracker($0) } } }
+    }
+
+    /// The tracks after the last frame delivered, lost ones included (their `history` gives
+    /// trails); empty when not tracking.
+    public var tracks: [Track] { core.state.withLock { $0.tracker?.tracks ?? [] } }
+
+    /// Forgets every track from the next frame on; IDs start again at 1.
+    public func resetTracker() { core.state.withLock { $0.tracker?.reset() } }
 
     /// The result of the last frame delivered.
     public var latestResult: Results? { core.state.withLock { $0.latest } }
@@ -123,6 +160,7 @@ final class SessionCore: Sendable {
     struct State {
         var model: YOLO
         var configuration: YOLOConfiguration
+        var tracker: ObjectTracker?
         var latest: Results?
         var failure: (any Error)?
         var paused = false
@@ -162,6 +200,7 @@ final class SessionCore: Sendable {
         var result: Results
         do {
             result = try model(frame.image, task: task, configuration: configuration)
+            result = try state.withLock { [result] s in try s.tracker?.update(result) ?? result }
         } catch {
             state.withLock { $0.failure = error }
             stop()

@@ -9,6 +9,35 @@ struct Predict: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on images, videos, streams or raw frames: detect, segment, pose, obb or classify, as the model was trained.")
 
+    @OptionGroup var options: PredictOptions
+
+    func run() async throws { try await options.run(tracker: nil) }
+}
+
+/// `yolo track`: `yolo predict` with boxes carrying track IDs across the frames of each video or
+/// stream, and across the images of the run, as Ultralytics' `model.track(persist=True)`.
+struct Track: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Track objects across video frames or a sequence of images (detect, segment and pose models).")
+
+    @OptionGroup var options: PredictOptions
+
+    @Option(help: "bytetrack, botsort (without camera-motion compensation) or an Ultralytics tracker YAML file.")
+    var tracker = "bytetrack"
+
+    func run() async throws {
+        let configuration: TrackerConfiguration
+        do {
+            configuration = try TrackerConfiguration(named: tracker)
+        } catch {
+            throw CommandFailure(error)
+        }
+        try await options.run(tracker: configuration)
+    }
+}
+
+/// What `yolo predict` and `yolo track` share: the source, the model's settings and the outputs.
+struct PredictOptions: ParsableArguments {
     @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .safetensors path or http(s) URL.")
     var model: String = "yolo26n"
 
@@ -30,8 +59,8 @@ struct Predict: AsyncParsableCommand {
     @Option(name: .customLong("vid-stride"), help: "Predict every N-th video frame only.")
     var vidStride: Int = 1
 
-    @Option(help: "Minimum confidence, 0…1.")
-    var conf: Float = 0.25
+    @Option(help: "Minimum confidence, 0…1 (default 0.25; 0.1 for track, as Ultralytics).")
+    var conf: Float?
 
     @Option(help: "NMS IoU threshold, 0…1 (legacy models).")
     var iou: Float = 0.7
@@ -63,14 +92,14 @@ struct Predict: AsyncParsableCommand {
     @Flag(help: "Write results as JSON lines on stdout as they finish (as --save-json -); messages go to stderr.")
     var stream = false
 
-    @Option(name: .customLong("save-csv"), help: "Write one CSV row per detection to this file: image, frame, class, name, conf, x1, y1, x2, y2.")
+    @Option(name: .customLong("save-csv"), help: "Write one CSV row per detection to this file: image, frame, class, name, conf, x1, y1, x2, y2, id.")
     var saveCSV: String?
 
     @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
     var quiet = false
 
-    @Option(help: "Folder for saved runs.")
-    var project: String = "runs/predict"
+    @Option(help: "Folder for saved runs (default runs/predict, runs/track for track).")
+    var project: String?
 
     @Option(help: "Run name inside the project folder; exp, exp2, … when taken.")
     var name: String = "exp"
@@ -83,10 +112,10 @@ struct Predict: AsyncParsableCommand {
         var isImage: Bool { if case .image = self { true } else { false } }
     }
 
-    func run() async throws {
+    func run(tracker: TrackerConfiguration?) async throws {
         do {
             var config = YOLOConfiguration()
-            config.confidence = conf
+            config.confidence = conf ?? (tracker == nil ? 0.25 : 0.1)
             config.iou = iou
             config.maxDetections = maxDet
             config.imageSize = imgsz
@@ -114,11 +143,13 @@ struct Predict: AsyncParsableCommand {
             let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
             try csv?.write(Results.csvHeader + "\n")
             let yolo = try await YOLO(model, configuration: config)
-            let saveDirectory = save || saveTxt ? try makeRunDirectory() : nil
+            let saveDirectory = save || saveTxt ? try makeRunDirectory(project ?? (tracker == nil ? "runs/predict" : "runs/track")) : nil
             let images = inputs.filter(\.isImage).count
             var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
                           images: images, videos: inputs.count - images)
             var failure: (any Error)?
+            // Images are tracked as one sequence; each video or stream gets a tracker of its own.
+            var imageTracker = tracker.map { ObjectTracker($0) }
             for (i, input) in inputs.enumerated() {
                 let label = "\(input.isImage ? "image" : "video") \(i + 1)/\(inputs.count)"
                 do {
@@ -130,15 +161,16 @@ struct Predict: AsyncParsableCommand {
                     }
                     switch input {
                     case let .image(url):
-                        let result = try await yolo.predict(url.path, task: requested)
+                        var result = try await yolo.predict(url.path, task: requested)
+                        if imageTracker != nil { result = try imageTracker!.update(result) }
                         run.count(result)
                         run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
                                 + result.summary + String(format: "%.1fms", result.speed.inference))
                         try write(result, url.deletingPathExtension().lastPathComponent)
                         if save, let saveDirectory { try result.annotated().write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
                     case let .frames(source, name):
-                        try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, run: &run,
-                                                saveDirectory: save ? saveDirectory : nil, write: write)
+                        try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
+                                                run: &run, saveDirectory: save ? saveDirectory : nil, write: write)
                     }
                 } catch let error as ImageError where inputs.count > 1 {
                     run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
@@ -171,8 +203,11 @@ struct Predict: AsyncParsableCommand {
     /// Streams a video, a network stream or stdin through a session: each frame's result is
     /// written, annotated into `<stem>.mp4` in `saveDirectory` when given, then dropped.
     private func predictFrames(of source: YOLOSession.Source, name: String, label: String, yolo: YOLO, task: YOLOTask?,
-                               run: inout Run, saveDirectory: URL?, write: (Results, String) throws -> Void) async throws {
-        let session = try YOLOSession(model: yolo, source: source, task: task, frameStride: vidStride)
+                               tracker: TrackerConfiguration?, run: inout Run, saveDirectory: URL?,
+                               write: (Results, String) throws -> Void) async throws {
+        let session = try YOLOSession(model: yolo, source: source, task: task, tracker: tracker, frameStride: vidStride)
+        // The session's tracking threshold gives way to the one the command chose.
+        session.configuration = yolo.configuration
         let stem = URL(fileURLWithPath: name).deletingPathExtension().lastPathComponent
         let total = session.frameCount.map { $0 / vidStride }
         var progress = Progress(enabled: !quiet && isatty(STDERR_FILENO) == 1)
@@ -250,7 +285,7 @@ struct Predict: AsyncParsableCommand {
     }
 
     /// project/name, or project/name2, name3, … if it exists (Ultralytics `increment_path`).
-    private func makeRunDirectory() throws -> URL {
+    private func makeRunDirectory(_ project: String) throws -> URL {
         let fm = FileManager.default
         let base = URL(fileURLWithPath: project)
         var candidate = base.appendingPathComponent(name)
@@ -277,6 +312,8 @@ struct Predict: AsyncParsableCommand {
     /// "cls x1 y1 … x4 y4 conf"; classify "conf name" per top-5 class. No file when no line.
     private func writeLabels(_ result: Results, named stem: String, in directory: URL) throws {
         func g(_ v: Float) -> String { String(format: "%g", Double(v)) }
+        // A tracked box's ID ends its line, after the confidence, as Ultralytics writes it.
+        func id(_ box: Box) -> [String] { box.id.map { [String($0)] } ?? [] }
         var lines = [String]()
         switch result.task {
         case .classify:
@@ -291,16 +328,17 @@ struct Predict: AsyncParsableCommand {
             lines = zip(result.boxes, result.masks).compactMap { box, mask in
                 let outline = mask.xyn
                 guard outline.count >= 3 else { return nil }
-                return ([String(box.cls)] + outline.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)]).joined(separator: " ")
+                return ([String(box.cls)] + outline.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)] + id(box)).joined(separator: " ")
             }
         case .pose:
             lines = zip(result.boxes, result.keypoints).map { box, k in
                 let points = k.xyn.indices.flatMap { i in [k.xyn[i].x, k.xyn[i].y] + (k.conf.count == k.xy.count ? [k.conf[i]] : []) }
-                return ([String(box.cls)] + (box.xywhn + points + [box.conf]).map(g)).joined(separator: " ")
+                return ([String(box.cls)] + (box.xywhn + points + [box.conf]).map(g) + id(box)).joined(separator: " ")
             }
         case .detect:
-            lines = result.boxes.map { box in ([String(box.cls)] + (box.xywhn + [box.conf]).map(g)).joined(separator: " ") }
+            lines = result.boxes.map { box in ([String(box.cls)] + (box.xywhn + [box.conf]).map(g) + id(box)).joined(separator: " ") }
         }
+
         guard !lines.isEmpty else { return }
         let labels = directory.appendingPathComponent("labels")
         try FileManager.default.createDirectory(at: labels, withIntermediateDirectories: true)

@@ -56,10 +56,10 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
 
         let csv = try String(contentsOf: scratch.appendingPathComponent("out.csv"), encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2")
+        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id")
         XCTAssertEqual(csv.count, boxes + 1)
         XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
-        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",").count == 9 })
+        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 10 })
 
         let run = scratch.appendingPathComponent("runs/predict/exp")
         let labels = try FileManager.default.contentsOfDirectory(atPath: run.appendingPathComponent("labels").path)
@@ -180,5 +180,42 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
         let few = try peak(frames: 50), many = try peak(frames: 1000)
         XCTAssertLessThan(many - few, 10 << 20, "peak RSS \(few >> 20) MB over 50 frames, \(many >> 20) MB over 1000")
+    }
+}
+
+/// `yolo track`: Ultralytics' track IDs in every output.
+final class TrackCommandTests: CommandTestCase {
+    override class var executableName: String { "yolo" }
+
+    /// pan.mp4 with ByteTrack: every frame's boxes and IDs as Ultralytics'
+    /// `track(persist=True)`, the IDs in CSV rows and at the end of label lines.
+    func testTrackIDsMatchUltralytics() throws {
+        let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+        let result = try runCommand(executable, ["track", "--source", try sharedFile("videos", "pan.mp4").path, "--save-json", "t.json",
+                                                 "--save-csv", "t.csv", "--save-txt", "--quiet"],
+                                    in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        struct Frame: Decodable {
+            struct Boxes: Decodable { var cls: [Int], id: [Int]? }
+            var frame: Int, boxes: Boxes
+        }
+        struct Reference: Decodable { var frames: [Frame] }
+        let ours = try JSONDecoder().decode([Frame].self, from: Data(contentsOf: scratch.appendingPathComponent("t.json")))
+        let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
+            sharedFile("reference", "video/pan-track-yolo26n.json"))).frames
+        XCTAssertEqual(ours.count, reference.count)
+        for (a, b) in zip(ours, reference) {
+            XCTAssertEqual(a.boxes.cls, b.boxes.cls, "frame \(a.frame)")
+            XCTAssertEqual(a.boxes.id ?? [], b.boxes.id ?? [], "frame \(a.frame)")
+        }
+        let rows = try String(contentsOf: scratch.appendingPathComponent("t.csv"), encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(rows[1].split(separator: ",").last, Substring(String(reference[0].boxes.id![0])))
+        let label = try String(contentsOf: scratch.appendingPathComponent("runs/track/exp/labels/pan_1.txt"), encoding: .utf8)
+        XCTAssertEqual(label.split(separator: "\n")[0].split(separator: " ").count, 7, "cls cx cy w h conf id")
+
+        let bad = try runCommand(executable, ["track", "--model", "yolo26n-cls", "--source", try sharedFile("videos", "pan.mp4").path],
+                                 in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertEqual(bad.stderr, "Error: classify results have no boxes to track; track detect, segment or pose results\n")
     }
 }

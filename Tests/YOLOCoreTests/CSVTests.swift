@@ -8,12 +8,13 @@ final class CSVTests: XCTestCase {
         let bus = Fixtures.shared.appendingPathComponent("images/bus.jpg").path
         var detect = try await Fixtures.model("yolo26n").predict(bus)
         var rows = detect.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
-        XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 9)
+        XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 10)
         XCTAssertEqual(rows.count, detect.boxes.count)
         for (row, box) in zip(rows, detect.boxes) {
-            XCTAssertEqual(row.count, 9)
+            XCTAssertEqual(row.count, 10)
             XCTAssertEqual(Array(row[0...3]), ["bus.jpg", "", Substring(String(box.cls)), Substring(box.name)])
-            XCTAssertEqual(row[4...].map { Float($0)! }, [box.conf] + box.xyxy)
+            XCTAssertEqual(row[4...8].map { Float($0)! }, [box.conf] + box.xyxy)
+            XCTAssertEqual(row[9], "", "untracked")
         }
         // Text fields with a comma or a quote are quoted, the quote doubled.
         detect.path = "a,\"b\".jpg"
@@ -24,9 +25,9 @@ final class CSVTests: XCTestCase {
         rows = obb.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
         XCTAssertGreaterThan(obb.obb.count, 0)
         XCTAssertEqual(rows.count, obb.obb.count)
-        XCTAssertEqual(rows[0][5...].map { Float($0)! }, obb.obb[0].xyxy, "the rotated box's enclosing box")
+        XCTAssertEqual(rows[0][5...8].map { Float($0)! }, obb.obb[0].xyxy, "the rotated box's enclosing box")
 
         let classify = try await Fixtures.model("yolo26n-cls").predict(bus)
-        XCTAssertEqual(classify.csv(), "bus.jpg,,\(classify.probs!.top1),minibus,\(classify.probs!.top1conf),,,,\n")
+        XCTAssertEqual(classify.csv(), "bus.jpg,,\(classify.probs!.top1),minibus,\(classify.probs!.top1conf),,,,,\n")
     }
 }

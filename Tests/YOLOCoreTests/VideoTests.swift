@@ -13,19 +13,37 @@ final class VideoTests: XCTestCase {
     /// Every frame of pan.mp4 against Ultralytics' `predict(stream=True)`: each reference box
     /// matched by one of ours with its class at IoU ≥ 0.99 and |Δconf| ≤ 0.005, and no other.
     func testPanParityWithUltralytics() async throws {
+        try await checkPan(reference: "pan-predict-yolo26n.json", tracker: nil)
+    }
+
+    /// ByteTrack (`bytetrack.yaml`) on every frame of pan.mp4 against Ultralytics'
+    /// `track(persist=True)`: the boxes as in the predict parity, each with the reference's track
+    /// ID, and no ID where Ultralytics reports the frame's detections untracked.
+    func testPanByteTrackParityWithUltralytics() async throws {
+        try await checkPan(reference: "pan-track-yolo26n.json", tracker: .bytetrack)
+    }
+
+    /// BoT-SORT without camera-motion compensation (`trackers/botsort-nogmc.yaml`), likewise.
+    func testPanBoTSORTParityWithUltralytics() async throws {
+        let tracker = try TrackerConfiguration(named: Fixtures.shared.appendingPathComponent("trackers/botsort-nogmc.yaml").path)
+        try await checkPan(reference: "pan-track-botsort-yolo26n.json", tracker: tracker)
+    }
+
+    private func checkPan(reference name: String, tracker: TrackerConfiguration?) async throws {
         struct Reference: Decodable {
             struct Frame: Decodable {
-                struct Boxes: Decodable { var xyxy: [[Float]], conf: [Float], cls: [Int] }
+                /// `id` in the tracking references: empty where the frame's boxes are untracked.
+                struct Boxes: Decodable { var xyxy: [[Float]], conf: [Float], cls: [Int], id: [Int]? }
                 var frame: Int, boxes: Boxes
             }
             var frames: [Frame]
         }
         let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
-            Fixtures.shared.appendingPathComponent("reference/video/pan-predict-yolo26n.json")))
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(Fixtures.pan))
+            Fixtures.shared.appendingPathComponent("reference/video/" + name)))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(Fixtures.pan), tracker: tracker)
         XCTAssertEqual(session.frameCount, 150)
         XCTAssertEqual(session.frameRate, 25)
-        var frames = 0, boxes = 0, worstIoU: Float = 1, worstConf: Float = 0
+        var frames = 0, boxes = 0, sameIDs = 0, worstIoU: Float = 1, worstConf: Float = 0
         for await result in session.results {
             let frame = frames
             frames += 1
@@ -35,6 +53,7 @@ final class VideoTests: XCTestCase {
             guard frame < reference.frames.count else { continue }
             let expected = reference.frames[frame].boxes
             XCTAssertEqual(result.boxes.count, expected.cls.count, "frame \(frame): box count")
+            let ids = expected.id.flatMap { $0.isEmpty ? nil : $0 }
             var unmatched = result.boxes
             for i in expected.cls.indices {
                 let best = unmatched.indices.filter { unmatched[$0].cls == expected.cls[i] }
@@ -43,6 +62,10 @@ final class VideoTests: XCTestCase {
                 let overlap = iou(unmatched[best].xyxy, expected.xyxy[i]), conf = abs(unmatched[best].conf - expected.conf[i])
                 XCTAssertGreaterThanOrEqual(overlap, 0.99, "frame \(frame) box \(i)")
                 XCTAssertLessThanOrEqual(conf, 0.005, "frame \(frame) box \(i)")
+                if tracker != nil {
+                    XCTAssertEqual(unmatched[best].id, ids?[i], "frame \(frame) box \(i): track ID")
+                    if unmatched[best].id == ids?[i] { sameIDs += 1 }
+                }
                 worstIoU = min(worstIoU, overlap)
                 worstConf = max(worstConf, conf)
                 boxes += 1
@@ -51,7 +74,8 @@ final class VideoTests: XCTestCase {
         }
         XCTAssertNil(session.error)
         XCTAssertEqual(frames, reference.frames.count)
-        print("pan.mp4: \(frames) frames, \(boxes) boxes, min IoU \(worstIoU), max |Δconf| \(worstConf)")
+        print("pan.mp4 \(name): \(frames) frames, \(boxes) boxes" + (tracker == nil ? "" : ", \(sameIDs) with the same ID")
+              + ", min IoU \(worstIoU), max |Δconf| \(worstConf)")
     }
 
     /// A file cut short: the frames before the cut, then `endedEarly`.

@@ -1,0 +1,226 @@
+/// The result of `linearAssignment`: matched (row, column) pairs in row order, and the rows and
+/// columns left unmatched, ascending.
+package struct LinearAssignment: Sendable, Equatable {
+    package var matches: [(row: Int, column: Int)]
+    package var unmatchedRows: [Int]
+    package var unmatchedColumns: [Int]
+
+    package init(matches: [(row: Int, column: Int)], unmatchedRows: [Int], unmatchedColumns: [Int]) {
+        (self.matches, self.unmatchedRows, self.unmatchedColumns) = (matches, unmatchedRows, unmatchedColumns)
+    }
+
+    package static func == (a: Self, b: Self) -> Bool {
+        a.matches.map(\.row) == b.matches.map(\.row) && a.matches.map(\.column) == b.matches.map(\.column)
+            && a.unmatchedRows == b.unmatchedRows && a.unmatchedColumns == b.unmatchedColumns
+    }
+}
+
+/// Minimum-cost matching of the rows of a `rows × columns` cost matrix (row-major) to its
+/// columns where leaving a row or a column unmatched costs `costLimit / 2`, as
+/// `lap.lapjv(cost, extend_cost=True, cost_limit=costLimit)` solves it for Ultralytics'
+/// `matching.linear_assignment`: the matrix is extended to a square one of side rows + columns
+/// (`costLimit / 2` beside and below it, 0 in the opposite corner) and solved exactly, in
+/// Double, by the Jonker–Volgenant algorithm.
+///
+/// Ties: the steps (column reduction, reduction transfer, two rounds of augmenting row
+/// reduction, then shortest augmenting paths) run in lap's order and break ties as lap does
+/// (lowest row for a column's minimum, rows that are the minimum of several columns keep the
+/// last column, the last free column among equally near ones ends a path), so among optimal
+/// assignments of equal cost the same one is chosen. Non-finite costs never match.
+package func linearAssignment(_ cost: [Double], rows: Int, columns: Int, costLimit: Double) -> LinearAssignment {
+    precondition(cost.count == rows * columns, "a \(rows)×\(columns) matrix needs \(rows * columns) costs")
+    guard rows > 0, columns > 0 else {
+        return LinearAssignment(matches: [], unmatchedRows: Array(0..<rows), unmatchedColumns: Array(0..<columns))
+    }
+    let n = rows + columns, never = 2 * abs(costLimit) + 1
+    var solver = JonkerVolgenant(n: n)
+    defer { solver.deallocate() }
+    solver.cost.initialize(repeating: costLimit / 2)
+    for i in 0..<rows {
+        for j in 0..<columns {
+            let c = cost[i * columns + j]
+            solver.cost[i * n + j] = c.isFinite ? c : never
+        }
+    }
+    for i in rows..<n {
+        for j in columns..<n { solver.cost[i * n + j] = 0 }
+    }
+    solver.solve()
+    let columnOfRow = (0..<rows).map { solver.x[$0] < columns ? solver.x[$0] : -1 }
+    let rowOfColumn = (0..<columns).map { solver.y[$0] < rows ? solver.y[$0] : -1 }
+    return LinearAssignment(
+        matches: columnOfRow.indices.compactMap { r in columnOfRow[r] >= 0 ? (r, columnOfRow[r]) : nil },
+        unmatchedRows: columnOfRow.indices.filter { columnOfRow[$0] < 0 },
+        unmatchedColumns: rowOfColumn.indices.filter { rowOfColumn[$0] < 0 })
+}
+
+/// The Jonker–Volgenant shortest-augmenting-path algorithm on a square `n × n` cost matrix
+/// (row-major), in the order lap runs its steps. Its buffers are allocated once per problem.
+private struct JonkerVolgenant {
+    let n: Int
+    let cost: UnsafeMutableBufferPointer<Double>
+    /// The column of each row and the row of each column (-1: none), and the column potentials.
+    let x: UnsafeMutableBufferPointer<Int>, y: UnsafeMutableBufferPointer<Int>, v: UnsafeMutableBufferPointer<Double>
+    /// Rows without a column, `free[..<freeCount]`.
+    let free: UnsafeMutableBufferPointer<Int>
+    var freeCount = 0
+    /// The shortest-path search's columns in order (done, to scan, to do), predecessor rows and
+    /// distances.
+    let columns: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
+    let d: UnsafeMutableBufferPointer<Double>
+
+    init(n: Int) {
+        self.n = n
+        cost = .allocate(capacity: n * n)
+        x = .allocate(capacity: n)
+        x.initialize(repeating: -1)
+        y = .allocate(capacity: n)
+        y.initialize(repeating: 0)
+        v = .allocate(capacity: n)
+        v.initialize(repeating: .infinity)
+        free = .allocate(capacity: n)
+        columns = .allocate(capacity: n)
+        predecessor = .allocate(capacity: n)
+        d = .allocate(capacity: n)
+    }
+
+    func deallocate() {
+        for buffer in [x, y, free, columns, predecessor] { buffer.deallocate() }
+        for buffer in [cost, v, d] { buffer.deallocate() }
+    }
+
+    mutating func solve() {
+        reduceColumns()
+        for _ in 0..<2 where freeCount > 0 { reduceRows() }
+        for k in 0..<freeCount { augment(from: free[k]) }
+    }
+
+    /// Column reduction and reduction transfer: each column's potential is its minimum and its
+    /// lowest minimal row takes it (a row minimal in several columns keeps the last); the free
+    /// rows are those that took none.
+    private mutating func reduceColumns() {
+        for i in 0..<n {
+            for j in 0..<n where cost[i * n + j] < v[j] {
+                v[j] = cost[i * n + j]
+                y[j] = i
+            }
+        }
+        var unique = [Bool](repeating: true, count: n)
+        for j in (0..<n).reversed() {
+            let i = y[j]
+            if x[i] < 0 { x[i] = j } else { unique[i] = false; y[j] = -1 }
+        }
+        for i in 0..<n {
+            if x[i] < 0 {
+                free[freeCount] = i
+                freeCount += 1
+            } else if unique[i] {
+                let j = x[i]
+                var least = Double.infinity
+                for k in 0..<n where k != j { least = min(least, cost[i * n + k] - v[k]) }
+                v[j] -= least
+            }
+        }
+    }
+
+    /// Augmenting row reduction: each free row takes its cheapest column (by reduced cost),
+    /// lowering that column's potential to the second cheapest when it can, and the row it
+    /// displaces is free again, retried at once when the potential fell.
+    private mutating func reduceRows() {
+        var current = 0, kept = 0, rounds = 0
+        while current < freeCount {
+            rounds += 1
+            let row = free[current]
+            current += 1
+            var j1 = 0, u1 = cost[row * n] - v[0], j2 = -1, u2 = Double.infinity
+            for j in 1..<n {
+                let h = cost[row * n + j] - v[j]
+                guard h < u2 else { continue }
+                if h >= u1 { (u2, j2) = (h, j) } else { (u2, j2, u1, j1) = (u1, j1, h, j) }
+            }
+            var i0 = y[j1]
+            let lowered = v[j1] - (u2 - u1), lowers = lowered < v[j1]
+            if rounds < current * n {
+                if lowers {
+                    v[j1] = lowered
+                } else if i0 >= 0 && j2 >= 0 {
+                    j1 = j2
+                    i0 = y[j2]
+                }
+                if i0 >= 0 {
+                    if lowers {
+                        current -= 1
+                        free[current] = i0
+                    } else {
+                        free[kept] = i0
+                        kept += 1
+                    }
+                }
+            } else if i0 >= 0 {
+                free[kept] = i0
+                kept += 1
+            }
+            x[row] = j1
+            y[j1] = row
+        }
+        freeCount = kept
+    }
+
+    /// Dijkstra's shortest path from a free row to a free column over reduced costs, then the
+    /// assignments along it flipped.
+    private func augment(from start: Int) {
+        for j in 0..<n {
+            columns[j] = j
+            predecessor[j] = start
+            d[j] = cost[start * n + j] - v[j]
+        }
+        // columns[..<lo]: done; columns[lo..<hi]: at the current minimum distance, to scan.
+        var lo = 0, hi = 0, ready = 0, end = -1
+        search: while true {
+            if lo == hi {
+                ready = lo
+                hi = lo + 1
+                var nearest = d[columns[lo]]
+                for k in hi..<n {
+                    let j = columns[k]
+                    guard d[j] <= nearest else { continue }
+                    if d[j] < nearest { hi = lo; nearest = d[j] }
+                    columns.swapAt(k, hi)
+                    hi += 1
+                }
+                for k in lo..<hi where y[columns[k]] < 0 { end = columns[k] }
+                if end >= 0 { break search }
+            }
+            // Scan a column at the minimum: its row may bring other columns nearer.
+            let j = columns[lo]
+            lo += 1
+            let i = y[j], nearest = d[j], h = cost[i * n + j] - v[j] - nearest
+            for k in hi..<n {
+                let j = columns[k], reduced = cost[i * n + j] - v[j] - h
+                guard reduced < d[j] else { continue }
+                d[j] = reduced
+                predecessor[j] = i
+                if reduced == nearest {
+                    if y[j] < 0 {
+                        end = j
+                        lo -= 1
+                        break search
+                    }
+                    columns.swapAt(k, hi)
+                    hi += 1
+                }
+            }
+        }
+        let nearest = d[columns[lo]]
+        for k in 0..<ready {
+            let j = columns[k]
+            v[j] += d[j] - nearest
+        }
+        var i = -1, j = end
+        while i != start {
+            i = predecessor[j]
+            y[j] = i
+            swap(&j, &x[i])
+        }
+    }
+}
