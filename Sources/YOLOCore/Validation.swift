@@ -198,7 +198,7 @@ extension YOLO {
 /// Ultralytics `set_rectangle`: for batches of `batch` consecutive images (sorted by aspect ratio
 /// h / w), the letterbox shape fitting the batch's extreme ratios, each side
 /// ceil(side · size / stride + 0.5) strides: up to a stride of padding beyond the image.
-func batchShapes(_ aspectRatios: [Double], batch: Int, size: Int, stride: Int) -> [(height: Int, width: Int)] {
+package func batchShapes(_ aspectRatios: [Double], batch: Int, size: Int, stride: Int) -> [(height: Int, width: Int)] {
     Swift.stride(from: 0, to: aspectRatios.count, by: batch).map { start in
         let ratios = aspectRatios[start..<min(start + batch, aspectRatios.count)]
         let low = ratios.min()!, high = ratios.max()!
