@@ -36,7 +36,7 @@ public struct Dataset: Sendable, Equatable {
         func present(_ key: String) -> Bool { data[key].map { !($0 is NSNull) } ?? false }
         if !present("val") && present("validation") { data["val"] = data["validation"] }
         guard present("val") else {
-            throw DatasetError.missingKey(path: url.path, key: "val", reason: "it names the validation images")
+            throw DatasetError.missingKey(path: url.path, key: "val", reason: "the validation images")
         }
 
         // Names from `names` (a list or a map of indices 0…n-1) or `nc`.
@@ -72,7 +72,7 @@ public struct Dataset: Sendable, Equatable {
                 throw DatasetError.invalidValue(path: url.path, key: "nc", reason: "\(nc) does not match the \(names.count) names")
             }
         } else if !present("names") {
-            throw DatasetError.missingKey(path: url.path, key: "names", reason: "it names the classes (or give their number as 'nc')")
+            throw DatasetError.missingKey(path: url.path, key: "names", reason: "the class names (or 'nc', their number)")
         }
         guard !names.isEmpty else { throw DatasetError.invalidValue(path: url.path, key: "names", reason: "no classes") }
         self.names = names
@@ -114,7 +114,7 @@ public struct Dataset: Sendable, Equatable {
     /// and its image files.
     public func imageFiles(split: String) throws -> [URL] {
         guard let sources = splits[split] else {
-            throw DatasetError.missingKey(path: url.path, key: split, reason: "the split to validate")
+            throw DatasetError.missingKey(path: url.path, key: split, reason: "the images of the split to validate")
         }
         let fm = FileManager.default
         var files = [String]()
@@ -331,7 +331,7 @@ public enum DatasetError: Error, LocalizedError, Equatable {
         switch self {
         case let .unreadable(path, reason): "cannot read \(path): \(reason)"
         case let .invalidYAML(path, reason): "data YAML \(path) is not valid: \(reason)"
-        case let .missingKey(path, key, reason): "data YAML \(path) has no '\(key):' key; it is required: \(reason)"
+        case let .missingKey(path, key, reason): "data YAML \(path) has no '\(key):' key; it must give \(reason)"
         case let .invalidValue(path, key, reason): "data YAML \(path): '\(key)' is invalid: \(reason)"
         case let .missingImages(path, split, source): "\(split) images of \(path) not found: \(source) does not exist"
         case let .noImages(split, sources):
