@@ -37,6 +37,8 @@ public struct ValidationResults: Sendable, Equatable, Encodable {
     public var precisionAtRecall: [[Double]]
     /// The recall axis of `precisionAtRecall`: 1000 points in 0…1.
     public var recallAxis: [Double] { confidenceSteps }
+    /// The model's class names by index.
+    public var names: [String]
     /// Ultralytics' confusion matrix at IoU 0.45: `[predicted][true]` over the model's classes
     /// plus background last (a missed label counts in the background row, a false detection in
     /// the background column).
@@ -162,7 +164,8 @@ extension YOLO {
             },
             speed: Speed(preprocess: total.preprocess / count, inference: total.inference / count,
                          postprocess: total.postprocess / count),
-            dataset: scan, notes: notes, precisionAtRecall: metrics.precisionAtRecall, confusionMatrix: confusion)
+            dataset: scan, notes: notes, precisionAtRecall: metrics.precisionAtRecall, names: names,
+            confusionMatrix: confusion)
     }
 
     /// The network input for one image of a batch whose letterbox shape is `shape`, and its labels

@@ -47,6 +47,7 @@ struct Val: AsyncParsableCommand {
     func run() async throws {
         do {
             let yolo = try await YOLO(model)
+            let runDirectory = plots ? try makeRunDirectory(project: project, name: name) : nil
             let showProgress = isatty(STDERR_FILENO) == 1
             let results = try await yolo.val(data: data, split: split, batch: batch, imageSize: imgsz, confidence: conf,
                                              iou: iou, maxDetections: maxDet) { done, total in
@@ -70,6 +71,13 @@ struct Val: AsyncParsableCommand {
                     throw CommandFailure(message: "cannot write --save-json \(saveJSON): \(error.localizedDescription)")
                 }
                 print("Results saved to \(saveJSON)")
+            }
+            if let runDirectory {
+                try results.precisionRecallPlot().write(to: runDirectory.appendingPathComponent("BoxPR_curve.png"))
+                try results.confusionMatrixPlot(normalized: true)
+                    .write(to: runDirectory.appendingPathComponent("confusion_matrix_normalized.png"))
+                try results.confusionMatrixPlot(normalized: false).write(to: runDirectory.appendingPathComponent("confusion_matrix.png"))
+                print("Results saved to \(runDirectory.path)")
             }
         } catch let error as CommandFailure {
             throw error

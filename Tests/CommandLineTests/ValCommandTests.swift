@@ -18,10 +18,11 @@ final class ValCommandTests: CommandTestCase {
         return "coco8.yaml"
     }
 
-    /// The table, speed line and JSON of yolo11n on coco8 val at batch 1; Ultralytics 8.4.190 prints
-    /// `all 4 17 0.541 0.85 0.801 0.614` (see ValidationTests for the reference command).
-    func testValPrintsTableAndSavesJSON() throws {
-        let result = try yolo(["val", "--model", "yolo11n", "--data", try coco8YAML(), "--batch", "1", "--save-json", "m.json"])
+    /// The table, speed line, JSON and plots of yolo11n on coco8 val at batch 1, as Ultralytics
+    /// 8.4.190 prints the table (see ValidationTests for the reference command).
+    func testValPrintsTableSavesJSONAndPlots() throws {
+        let result = try yolo(["val", "--model", "yolo11n", "--data", try coco8YAML(), "--batch", "1", "--save-json", "m.json",
+                               "--plots"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines.contains("val: val split of coco8.yaml: 4 images, 0 backgrounds, 0 corrupt"), result.stdout)
@@ -48,6 +49,12 @@ final class ValCommandTests: CommandTestCase {
         XCTAssertEqual(perClass.first?["name"] as? String, "person")
         XCTAssertEqual(perClass.first?["instances"] as? Int, 10)
         XCTAssertNotNil((json["speed_ms"] as? [String: Double])?["inference"])
+        let run = scratch.appendingPathComponent("runs/val/exp")
+        XCTAssertTrue(result.stdout.contains("Results saved to \(run.path)"), result.stdout)
+        for plot in ["BoxPR_curve.png", "confusion_matrix.png", "confusion_matrix_normalized.png"] {
+            let bytes = try Data(contentsOf: run.appendingPathComponent(plot))
+            XCTAssertEqual(bytes.prefix(4), Data([0x89, 0x50, 0x4E, 0x47]), plot)
+        }
     }
 
     func testYAMLWithoutValIsAnError() throws {
