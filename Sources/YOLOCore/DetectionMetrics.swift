@@ -164,7 +164,8 @@ package struct ClassMetrics: Sendable, Equatable {
         guard !classes.isEmpty else { return }
         let meanF1 = steps.indices.map { i in f1Curves.reduce(0) { $0 + $1[i] } / Double(f1Curves.count) }
         let smooth = smoothed(meanF1, fraction: 0.1)
-        let peak = smooth.indices.max { smooth[$0] < smooth[$1] || (smooth[$0] == smooth[$1] && $0 > $1) }!
+        // The first index of the maximum, as np.argmax.
+        let peak = smooth.indices.max { smooth[$0] < smooth[$1] }!
         precision = precisionCurves.map { $0[peak] }
         recall = recallCurves.map { $0[peak] }
         f1 = f1Curves.map { $0[peak] }

@@ -139,9 +139,7 @@ extension YOLO {
             total.postprocess += Double(done - inferred) / 1e6
 
             let iouMatrix = boxIoU(labelBoxes, found.map(\.box))
-            correct += found.isEmpty || item.classes.isEmpty
-                ? found.map { _ in [Bool](repeating: false, count: iouThresholds.count) }
-                : matchPredictions(predictedClasses: found.map(\.cls), labelClasses: item.classes, iou: iouMatrix)
+            correct += matchPredictions(predictedClasses: found.map(\.cls), labelClasses: item.classes, iou: iouMatrix)
             scores += found.map(\.score)
             predictedClasses += found.map(\.cls)
             labelClasses += item.classes
@@ -158,7 +156,7 @@ extension YOLO {
             classes: metrics.classes.indices.map { i in
                 let c = metrics.classes[i]
                 return ValidationResults.ClassResult(
-                    cls: c, name: c < names.count ? names[c] : "class\(c)", images: imagesWithClass[c] ?? 0,
+                    cls: c, name: names[c], images: imagesWithClass[c] ?? 0,
                     instances: metrics.labelCounts[i], precision: metrics.precision[i], recall: metrics.recall[i],
                     mAP50: metrics.ap[i][0], mAP50to95: metrics.ap[i].reduce(0, +) / Double(metrics.ap[i].count))
             },
