@@ -124,9 +124,11 @@ public struct Dataset: Sendable, Equatable {
                 throw DatasetError.missingImages(path: url.path, split: split, source: source.path)
             }
             if isDirectory.boolValue {
-                let walker = fm.enumerator(at: source, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
+                // Symbolic links count as what they point to, as in Python's glob.
+                let walker = fm.enumerator(at: source, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])
                 while let file = walker?.nextObject() as? URL {
-                    if (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { files.append(file.path) }
+                    var isFolder: ObjCBool = false
+                    if fm.fileExists(atPath: file.path, isDirectory: &isFolder), !isFolder.boolValue { files.append(file.path) }
                 }
             } else if source.pathExtension.lowercased() == "txt" {
                 let text: String
@@ -194,11 +196,13 @@ public struct DatasetScan: Sendable, Equatable, Codable {
 extension Dataset {
     /// Checks every image of `split` and its label file as Ultralytics' `verify_image_label`
     /// does, keeping the valid ones; problems are counted and reported in the scan, not thrown.
-    /// Throws when the split has no images or none is valid.
-    public func labeledImages(split: String) throws -> (images: [LabeledImage], scan: DatasetScan) {
+    /// Images larger than `maxPixels` count as corrupt. Throws when the split has no images or
+    /// none is valid.
+    public func labeledImages(split: String, maxPixels: Int = Image.defaultMaxPixels) throws
+        -> (images: [LabeledImage], scan: DatasetScan) {
         var scan = DatasetScan(), images = [LabeledImage]()
         for file in try imageFiles(split: split) {
-            switch checkImageLabel(file, classCount: names.count) {
+            switch checkImageLabel(file, classCount: names.count, maxPixels: maxPixels) {
             case let .valid(image, label, warning):
                 images.append(image)
                 switch label {
@@ -230,10 +234,10 @@ enum LabelCheck {
 /// least 10 pixels a side; label rows are `class cx cy w h` (or `class x y x y …` polygons, made
 /// boxes), normalized with 1 % tolerance, classes whole numbers below `classCount`; duplicate
 /// rows are removed with a warning (the rest sorted, as `np.unique` leaves them).
-func checkImageLabel(_ file: URL, classCount: Int) -> LabelCheck {
+func checkImageLabel(_ file: URL, classCount: Int, maxPixels: Int) -> LabelCheck {
     let image: Image
     do {
-        image = try Image(contentsOf: file)
+        image = try Image(contentsOf: file, maxPixels: maxPixels)
     } catch {
         return .corrupt(labelFound: false, reason: (error as? LocalizedError)?.errorDescription ?? "\(error)")
     }

@@ -93,7 +93,7 @@ extension YOLO {
         try config.validate()
 
         let dataset = try Dataset(contentsOf: URL(fileURLWithPath: data))
-        let (labeled, scan) = try dataset.labeledImages(split: split)
+        let (labeled, scan) = try dataset.labeledImages(split: split, maxPixels: configuration.maxImagePixels)
         var images = labeled
         var notes = [String]()
         if names.count < dataset.names.count {
@@ -149,6 +149,7 @@ extension YOLO {
         }
 
         let metrics = ClassMetrics(correct: correct, confidence: scores, predictedClasses: predictedClasses, labelClasses: labelClasses)
+        if labelClasses.isEmpty { notes.append("no labels found in the \(split) split, cannot compute metrics without labels") }
         let count = Double(images.count)
         return ValidationResults(
             precision: metrics.meanPrecision, recall: metrics.meanRecall, mAP50: metrics.mAP50, mAP50to95: metrics.mAP50to95,

@@ -75,11 +75,16 @@ final class DatasetTests: XCTestCase {
         }
     }
 
-    /// Folders are searched recursively; `.txt` lists resolve "./x" against the list's folder.
+    /// Folders are searched recursively (links followed, hidden folders not); `.txt` lists resolve
+    /// "./x" against the list's folder.
     func testImageListsAndLabelPaths() throws {
-        for name in ["images/b/2.jpg", "images/a/1.PNG", "images/notes.txt"] { _ = try write("", name) }
+        for name in ["images/b/2.jpg", "images/a/1.PNG", "images/notes.txt", "images/.hidden/4.jpg", "elsewhere/3.jpg"] {
+            _ = try write("", name)
+        }
+        try FileManager.default.createSymbolicLink(at: scratch.appendingPathComponent("images/b/3.jpg"),
+                                                   withDestinationURL: scratch.appendingPathComponent("elsewhere/3.jpg"))
         let folder = try Dataset(contentsOf: write("val: images\nnames: [a]\n", "f.yaml"))
-        XCTAssertEqual(try folder.imageFiles(split: "val").map(\.lastPathComponent), ["1.PNG", "2.jpg"])
+        XCTAssertEqual(try folder.imageFiles(split: "val").map(\.lastPathComponent), ["1.PNG", "2.jpg", "3.jpg"])
         _ = try write("./images/b/2.jpg\n\n./images/a/1.PNG\n", "list.txt")
         let list = try Dataset(contentsOf: write("val: list.txt\nnames: [a]\n", "g.yaml"))
         XCTAssertEqual(try list.imageFiles(split: "val").map(\.path),
@@ -157,6 +162,21 @@ final class DatasetTests: XCTestCase {
             XCTAssertEqual(r.mAP50, mAP50, accuracy: 0.001, name)
             XCTAssertEqual(r.mAP50to95, mAP50to95, accuracy: 0.001, name)
         }
+    }
+
+    /// Only backgrounds: zero metrics and Ultralytics' note, not a failure.
+    func testSplitWithoutLabels() async throws {
+        let images = scratch.appendingPathComponent("bg/images")
+        try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: ImageFixtures.shared("datasets/coco8/images/val/000000000042.jpg"),
+                                         to: images.appendingPathComponent("x.jpg"))
+        let yaml = try write("path: bg\nval: images\nnc: 80\n", "bg.yaml")
+        let r = try await ValidationTests.model("yolo26n").val(data: yaml.path)
+        XCTAssertEqual(r.dataset.summary, "0 images, 1 backgrounds, 0 corrupt")
+        XCTAssertEqual([r.images, r.instances], [1, 0])
+        XCTAssertEqual([r.precision, r.recall, r.mAP50, r.mAP50to95], [0, 0, 0, 0])
+        XCTAssertEqual(r.classes, [])
+        XCTAssertEqual(r.notes, ["no labels found in the val split, cannot compute metrics without labels"])
     }
 
     /// Every image corrupt: an error listing why, not a crash or empty metrics.
