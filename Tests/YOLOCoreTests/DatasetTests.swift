@@ -179,6 +179,22 @@ final class DatasetTests: XCTestCase {
         XCTAssertEqual(r.notes, ["no labels found in the val split, cannot compute metrics without labels"])
     }
 
+    /// Labels of classes the model lacks are skipped; an image with more labels than the default
+    /// max_det raises it (Ultralytics' `_check_max_det`).
+    func testExtraClassesSkippedAndMaxDetRaised() async throws {
+        let images = scratch.appendingPathComponent("many/images")
+        try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: ImageFixtures.shared("datasets/coco8/images/val/000000000042.jpg"),
+                                         to: images.appendingPathComponent("x.jpg"))
+        let rows = (0..<301).map { "0 \(0.01 + Double($0 % 20) * 0.049) \(0.01 + Double($0 / 20) * 0.06) 0.01 0.01" } + ["80 0.5 0.5 0.2 0.2"]
+        _ = try write(rows.joined(separator: "\n") + "\n", "many/labels/x.txt")
+        let yaml = try write("path: many\nval: images\nnc: 81\n", "many.yaml")
+        let r = try await ValidationTests.model("yolo26n").val(data: yaml.path)
+        XCTAssertEqual(r.instances, 301)
+        XCTAssertEqual(r.notes, ["the model has 80 classes and the dataset 81: labels of classes 80 and up are skipped",
+                                 "images have up to 301 labels, more than max_det=300; max_det raised to 301"])
+    }
+
     /// Every image corrupt: an error listing why, not a crash or empty metrics.
     func testNoValidImages() throws {
         _ = try write("not a jpeg", "bad/images/x.jpg")
