@@ -48,6 +48,13 @@ struct Val: AsyncParsableCommand {
         do {
             let yolo = try await YOLO(model)
             let runDirectory = plots ? try makeRunDirectory(project: project, name: name) : nil
+            // A JSON file that cannot be written fails before the validation, not after it.
+            if let saveJSON {
+                guard let file = fopen(saveJSON, "w") else {
+                    throw CommandFailure(message: "cannot write --save-json \(saveJSON): \(String(cString: strerror(errno)))")
+                }
+                fclose(file)
+            }
             let showProgress = isatty(STDERR_FILENO) == 1
             let results = try await yolo.val(data: data, split: split, batch: batch, imageSize: imgsz, confidence: conf,
                                              iou: iou, maxDetections: maxDet) { done, total in

@@ -57,6 +57,13 @@ final class ValCommandTests: CommandTestCase {
         }
     }
 
+    func testUnwritableJSONFailsFirst() throws {
+        let result = try yolo(["val", "--model", "yolo11n", "--data", try coco8YAML(), "--save-json", "missing/m.json"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("Error: cannot write --save-json missing/m.json: No such file or directory"), result.stderr)
+        XCTAssertFalse(result.stdout.contains("Speed:"), "failed before validating")
+    }
+
     func testYAMLWithoutValIsAnError() throws {
         try "train: images\nnames: [a]\n".write(to: scratch.appendingPathComponent("bad.yaml"), atomically: true, encoding: .utf8)
         let result = try yolo(["val", "--model", "yolo11n", "--data", "bad.yaml"])
