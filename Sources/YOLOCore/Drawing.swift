@@ -34,7 +34,7 @@ private let skeleton: [(Int, Int)] = [
 private let limbColors = [9, 9, 9, 9, 7, 7, 7, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16].map { posePalette[$0] }
 private let keypointColors = [16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9].map { posePalette[$0] }
 
-private func classColor(_ cls: Int) -> RGB { palette[(cls % palette.count + palette.count) % palette.count] }
+func classColor(_ cls: Int) -> RGB { palette[(cls % palette.count + palette.count) % palette.count] }
 
 extension Results {
     /// A copy of `image` with the results drawn the way Ultralytics' `Results.plot()` draws them

@@ -20,12 +20,22 @@ package struct Letterbox: Sendable, Equatable {
 
     /// The geometry for an image of `width × height`, as `LetterBox.get_params` computes it.
     package func transform(width: Int, height: Int) -> LetterboxTransform {
-        let r = min(Double(imgsz) / Double(height), Double(imgsz) / Double(width))
+        Letterbox.transform(width: width, height: height, targetWidth: imgsz, targetHeight: imgsz, scaleUp: true,
+                            stride: auto ? stride : nil)
+    }
+
+    /// `LetterBox.get_params` for a `targetWidth × targetHeight` field: `scaleUp` false only
+    /// shrinks (validation's `scaleup=False`); `stride` pads each side only up to a multiple of it
+    /// (the minimal rectangle), nil pads to the whole field.
+    package static func transform(width: Int, height: Int, targetWidth: Int, targetHeight: Int, scaleUp: Bool,
+                                  stride: Int?) -> LetterboxTransform {
+        var r = min(Double(targetHeight) / Double(height), Double(targetWidth) / Double(width))
+        if !scaleUp { r = min(r, 1) }
         // Python's round() rounds halves to even.
         let newWidth = max(Int((Double(width) * r).rounded(.toNearestOrEven)), 1)
         let newHeight = max(Int((Double(height) * r).rounded(.toNearestOrEven)), 1)
-        var dw = imgsz - newWidth, dh = imgsz - newHeight
-        if auto {
+        var dw = targetWidth - newWidth, dh = targetHeight - newHeight
+        if let stride {
             dw = (dw % stride + stride) % stride
             dh = (dh % stride + stride) % stride
         }
@@ -41,25 +51,7 @@ package struct Letterbox: Sendable, Equatable {
     /// `H = transform.inputHeight`, `W = transform.inputWidth`.
     package func callAsFunction(_ image: Image) -> (tensor: Tensor, transform: LetterboxTransform) {
         let t = transform(width: image.width, height: image.height)
-        let resized = image.resized(width: t.resizedWidth, height: t.resizedHeight)
-        let plane = t.inputWidth * t.inputHeight
-        // x / 255 in Float32, as PyTorch's div_(255) computes it (not x · (1/255)).
-        let scaled = (0...255).map { Float($0) / 255 }
-        var scalars = [Float](repeating: scaled[114], count: 3 * plane)
-        scalars.withUnsafeMutableBufferPointer { out in
-            resized.pixels.withUnsafeBufferPointer { src in
-                for y in 0..<t.resizedHeight {
-                    let row = (t.top + y) * t.inputWidth + t.left
-                    for x in 0..<t.resizedWidth {
-                        let s = (y * t.resizedWidth + x) * 3
-                        out[row + x] = scaled[Int(src[s])]
-                        out[plane + row + x] = scaled[Int(src[s + 1])]
-                        out[2 * plane + row + x] = scaled[Int(src[s + 2])]
-                    }
-                }
-            }
-        }
-        return (Tensor(shape: [1, 3, t.inputHeight, t.inputWidth], scalars: scalars), t)
+        return (t.input(image), t)
     }
 }
 
@@ -72,6 +64,30 @@ package struct LetterboxTransform: Sendable, Equatable {
     package let inputWidth, inputHeight: Int
     /// Padding before the image, left and top.
     package let left, top: Int
+
+    /// The network input: `image` (of the original size) resized, centred on a field of 114,
+    /// as a `[1, 3, inputHeight, inputWidth]` tensor, RGB planes in 0…1.
+    package func input(_ image: Image) -> Tensor {
+        let resized = image.resized(width: resizedWidth, height: resizedHeight)
+        let plane = inputWidth * inputHeight
+        // x / 255 in Float32, as PyTorch's div_(255) computes it (not x · (1/255)).
+        let scaled = (0...255).map { Float($0) / 255 }
+        var scalars = [Float](repeating: scaled[114], count: 3 * plane)
+        scalars.withUnsafeMutableBufferPointer { out in
+            resized.pixels.withUnsafeBufferPointer { src in
+                for y in 0..<resizedHeight {
+                    let row = (top + y) * inputWidth + left
+                    for x in 0..<resizedWidth {
+                        let s = (y * resizedWidth + x) * 3
+                        out[row + x] = scaled[Int(src[s])]
+                        out[plane + row + x] = scaled[Int(src[s + 1])]
+                        out[2 * plane + row + x] = scaled[Int(src[s + 2])]
+                    }
+                }
+            }
+        }
+        return Tensor(shape: [1, 3, inputHeight, inputWidth], scalars: scalars)
+    }
 
     // Ultralytics' gain is the rounded size over the original one, per axis; Float32 like the
     // tensors it divides.

@@ -36,14 +36,15 @@ package func selectEndToEnd(_ rows: Tensor, _ config: YOLOConfiguration) -> [Raw
 }
 
 /// Ultralytics `non_max_suppression` for one-to-many heads: best class per anchor above the
-/// confidence, class filter, the 30 000 most confident, then NMS per class (boxes offset by
-/// class × 7680) or across classes, up to `maxDetections`: greedy IoU NMS (torchvision `nms`)
-/// for boxes, probabilistic-IoU Fast-NMS for rotated boxes (`rotated`, obb).
+/// confidence (with `multiLabel`, as validation runs it: every class above it, anchor by anchor),
+/// class filter, the 30 000 most confident, then NMS per class (boxes offset by class × 7680) or
+/// across classes, up to `maxDetections`: greedy IoU NMS (torchvision `nms`) for boxes,
+/// probabilistic-IoU Fast-NMS for rotated boxes (`rotated`, obb).
 /// prediction: [1, 4 + nc + extra, A] of (cx, cy, w, h, class probabilities…, extra…); the
 /// extra rows (mask coefficients, keypoints, angle) are carried into `RawDetection.extra`.
 /// Boxes come out as xyxy, or as cx, cy, w, h when `rotated`.
 package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration, classes: Int? = nil,
-                               rotated: Bool = false) -> [RawDetection] {
+                               rotated: Bool = false, multiLabel: Bool = false) -> [RawDetection] {
     guard prediction.rank == 3, prediction.shape[1] > 4 else { return [] }
     let a = prediction.shape[2], nc = min(classes ?? prediction.shape[1] - 4, prediction.shape[1] - 4)
     let extra = prediction.shape[1] - 4 - nc
@@ -57,13 +58,21 @@ package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration
         }
     }
     let allowed = config.classes.map(Set.init)
+    let multiLabel = multiLabel && nc > 1  // as Ultralytics: one class has one label
     var candidates = [RawDetection]()
-    for i in 0..<a where best[i] > config.confidence && (allowed?.contains(Int(bestClass[i])) ?? true) {
+    for i in 0..<a where best[i] > config.confidence && (multiLabel || allowed?.contains(Int(bestClass[i])) ?? true) {
         let cx = prediction.scalars[i], cy = prediction.scalars[a + i]
         let w = prediction.scalars[2 * a + i], h = prediction.scalars[3 * a + i]
         let box = rotated ? SIMD4(cx, cy, w, h) : SIMD4(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
         let values = (0..<extra).map { prediction.scalars[(4 + nc + $0) * a + i] }
-        candidates.append(RawDetection(box: box, score: best[i], cls: Int(bestClass[i]), extra: values))
+        if multiLabel {
+            for c in 0..<nc where allowed?.contains(c) ?? true {
+                let score = prediction.scalars[(4 + c) * a + i]
+                if score > config.confidence { candidates.append(RawDetection(box: box, score: score, cls: c, extra: values)) }
+            }
+        } else {
+            candidates.append(RawDetection(box: box, score: best[i], cls: Int(bestClass[i]), extra: values))
+        }
     }
     // Stable sort: equal scores keep anchor order.
     candidates = Array(candidates.enumerated().sorted {

@@ -209,7 +209,7 @@ public final class YOLO: Sendable {
     /// The network's output for `input`, run in a pooled workspace: from the third prediction at
     /// an input size on (the first plans the workspace's arena, the second allocates it), the
     /// pass itself allocates nothing.
-    private func infer(_ input: Tensor, _ selection: HeadSelection) throws -> HeadOutput {
+    func infer(_ input: Tensor, _ selection: HeadSelection) throws -> HeadOutput {
         let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
         let head = HeadOutput(try model.network.forward(input, in: ws, selection: selection), raw: false)
         checkIn(ws)
@@ -231,7 +231,8 @@ public final class YOLO: Sendable {
 
     /// The head's rows that pass the confidence, class filter and (legacy models) NMS, with the
     /// task's extra values, after checking the output has the shape the task implies.
-    private func detections(_ head: HeadOutput, _ config: YOLOConfiguration) throws -> [RawDetection] {
+    /// `multiLabel`: NMS keeps every class above the confidence per anchor (validation).
+    func detections(_ head: HeadOutput, _ config: YOLOConfiguration, multiLabel: Bool = false) throws -> [RawDetection] {
         let output = head.output, nc = model.network.classCount
         let extra: Int
         switch task {
@@ -253,6 +254,6 @@ public final class YOLO: Sendable {
         guard output.rank == 3, output.shape[0] == 1, output.shape[1] == 4 + nc + extra else {
             throw invalidOutput("\(output.shape), expected [1, \(4 + nc + extra), anchors]")
         }
-        return nonMaxSuppression(output, config, classes: nc, rotated: task == .obb)
+        return nonMaxSuppression(output, config, classes: nc, rotated: task == .obb, multiLabel: multiLabel)
     }
 }

@@ -143,7 +143,7 @@ struct PredictOptions: ParsableArguments {
             let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
             try csv?.write(Results.csvHeader + "\n")
             let yolo = try await YOLO(model, configuration: config)
-            let saveDirectory = save || saveTxt ? try makeRunDirectory(project ?? (tracker == nil ? "runs/predict" : "runs/track")) : nil
+            let saveDirectory = save || saveTxt ? try makeRunDirectory(project: project ?? (tracker == nil ? "runs/predict" : "runs/track"), name: name) : nil
             let images = inputs.filter(\.isImage).count
             var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
                           images: images, videos: inputs.count - images)
@@ -282,28 +282,6 @@ struct PredictOptions: ParsableArguments {
         let items = (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.sorted().compactMap(kind)
         guard !items.isEmpty else { throw CommandFailure(message: "no images or videos match \(source)") }
         return items
-    }
-
-    /// project/name, or project/name2, name3, … if it exists (Ultralytics `increment_path`).
-    private func makeRunDirectory(_ project: String) throws -> URL {
-        let fm = FileManager.default
-        let base = URL(fileURLWithPath: project)
-        var candidate = base.appendingPathComponent(name)
-        var n = 2
-        while fm.fileExists(atPath: candidate.path) {
-            candidate = base.appendingPathComponent("\(name)\(n)")
-            n += 1
-        }
-        // mkdir -p by hand: Foundation's errors on Linux do not say why.
-        var path = project.hasPrefix("/") ? "" : "."
-        for component in candidate.path.dropFirst(base.path.count - project.count).split(separator: "/") {
-            path += "/" + component
-            guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
-                throw CommandFailure(message: "cannot create the run folder \(project)/\(candidate.lastPathComponent): "
-                                     + String(cString: strerror(errno)))
-            }
-        }
-        return candidate
     }
 
     /// labels/<stem>.txt in Ultralytics' `save_txt` formats with `save_conf`, numbers as `%g`:
