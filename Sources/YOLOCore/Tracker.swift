@@ -15,6 +15,7 @@ import Foundation
 /// Feed it every frame, with detections down to confidence 0.1 (`model.track` lowers the
 /// detector's confidence to 0.1): low-confidence boxes keep existing tracks alive.
 public struct ObjectTracker: Sendable {
+    /// The algorithm and thresholds, fixed for the tracker's life.
     public let configuration: TrackerConfiguration
     /// How many past positions each track keeps in `Track.history`, ≥ 0.
     public var historyLength: Int = 30
@@ -31,6 +32,7 @@ public struct ObjectTracker: Sendable {
     private var tracked = [Int](), lost = [Int](), removed = [Int]()
     private var nextID = 1
 
+    /// A tracker with no track yet; its first update is frame 1.
     public init(_ configuration: TrackerConfiguration = .bytetrack) {
         self.configuration = configuration
         filter = KalmanFilter(configuration.algorithm == .bytetrack ? .xyah : .xywh)
@@ -214,6 +216,7 @@ public struct Track: Sendable, Equatable {
 
     /// The track's ID, from 1.
     public let id: Int
+    /// Where the track is in its life after the last update.
     public let state: State
     /// The Kalman filter's box (for a lost track, where it is predicted to be) clipped to the
     /// image, with the confidence, class and `id` of the last detection matched.

@@ -17,6 +17,7 @@ public struct TrackerConfiguration: Sendable, Equatable {
         case botsort
     }
 
+    /// ByteTrack or BoT-SORT (`tracker_type`).
     public var algorithm: Algorithm
     /// Detections at or above this confidence take part in the first association
     /// (`track_high_thresh`), 0…1.
@@ -38,6 +39,7 @@ public struct TrackerConfiguration: Sendable, Equatable {
     /// BoT-SORT: least appearance similarity (`appearance_thresh`), 0…1; unused without ReID.
     public var appearanceThreshold: Double = 0.8
 
+    /// Ultralytics' default thresholds for `algorithm`.
     public init(algorithm: Algorithm) { self.algorithm = algorithm }
 
     /// Ultralytics' `bytetrack.yaml`.
