@@ -55,6 +55,10 @@ public struct TrackerConfiguration: Sendable, Equatable {
         case "bytetrack", "bytetrack.yaml": self = .bytetrack
         case "botsort", "botsort.yaml": self = .botsort
         default:
+            guard FileManager.default.fileExists(atPath: name) else {
+                throw TrackerConfigurationError.unreadable(
+                    source: name, reason: "no such file; name bytetrack, botsort or an Ultralytics tracker YAML file")
+            }
             let text: String
             do {
                 text = try String(contentsOfFile: name, encoding: .utf8)
