@@ -44,7 +44,7 @@ package struct Checkpoint {
     /// Module nesting and JSON depth far beyond Ultralytics' (module depth ~6, yaml depth 4).
     static let maxDepth = 64
     /// Objects visited and entries scanned while reading the model: a checkpoint needs ~10⁵.
-    static let maxSteps = 20_000_000
+    static let maxSteps = 2_000_000
 
     private let pickle: Pickle
     private let source: String

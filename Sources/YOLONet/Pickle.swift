@@ -168,7 +168,7 @@ package struct Pickle: Sendable {
             let offset = position
             let opcode = bytes[position]
             position += 1
-            let name = Self.opcodeNames[opcode] ?? "0x\(String(opcode, radix: 16))"
+            var name: String { Self.opcodeNames[opcode] ?? "0x\(String(opcode, radix: 16))" }
 
             func take(_ count: Int) throws -> ArraySlice<UInt8> {
                 guard count >= 0, count <= bytes.count - position else {
