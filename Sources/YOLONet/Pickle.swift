@@ -156,7 +156,6 @@ package struct Pickle: Sendable {
         return .object(objects.count - 1)
     }
 
-    // swiftlint:disable:next cyclomatic_complexity function_body_length
     private mutating func run(_ bytes: [UInt8]) throws {
         var stack: [PickleValue] = []
         var marks: [Int] = []
@@ -200,8 +199,11 @@ package struct Pickle: Sendable {
                 }
                 stack.append(value)
             }
+            // Values below the innermost MARK belong to the enclosing frame, as in Python's metastack.
             func pop() throws -> PickleValue {
-                guard let value = stack.popLast() else { throw PickleError.stackUnderflow(opcode: name, offset: offset) }
+                guard stack.count > marks.last ?? 0, let value = stack.popLast() else {
+                    throw PickleError.stackUnderflow(opcode: name, offset: offset)
+                }
                 return value
             }
             func popMark() throws -> [PickleValue] {
@@ -271,7 +273,11 @@ package struct Pickle: Sendable {
             case 0x2E:  // STOP
                 root = try pop()
                 return
-            case 0x28: marks.append(stack.count)  // MARK
+            case 0x28:  // MARK
+                guard marks.count < Self.maxStack else {
+                    throw PickleError.limitExceeded(what: "marks", limit: Self.maxStack, offset: offset)
+                }
+                marks.append(stack.count)
             case 0x30: _ = try pop()  // POP
             case 0x31: _ = try popMark()  // POP_MARK
             case 0x32:  // DUP
@@ -304,7 +310,9 @@ package struct Pickle: Sendable {
             case 0x74: try push(try make(.tuple, items: try popMark(), offset: offset))  // TUPLE
             case 0x85, 0x86, 0x87:  // TUPLE1, TUPLE2, TUPLE3
                 let count = Int(opcode) - 0x84
-                guard stack.count >= count else { throw PickleError.stackUnderflow(opcode: name, offset: offset) }
+                guard stack.count - (marks.last ?? 0) >= count else {
+                    throw PickleError.stackUnderflow(opcode: name, offset: offset)
+                }
                 let items = Array(stack.suffix(count))
                 stack.removeLast(count)
                 try push(try make(.tuple, items: items, offset: offset))
@@ -410,7 +418,7 @@ package struct Pickle: Sendable {
         guard arguments.count >= 4, case .storage(let storage)? = self[arguments[0]]?.kind else {
             throw invalid(arguments.first.map { "\(describe($0)), not a storage" } ?? "no arguments")
         }
-        guard case .int(let offset) = arguments[1], offset >= 0 else {
+        guard case .int(let offset) = arguments[1], offset >= 0, offset <= storage.count else {
             throw invalid("storage offset \(describe(arguments[1]))")
         }
         func integers(_ value: PickleValue, _ what: String) throws -> [Int] {

@@ -153,6 +153,10 @@ final class CheckpointTests: XCTestCase {
         XCTAssertEqual(pickleError([0x80, 2, 0x58, 0xFF, 0xFF, 0xFF, 0x7F, 0x61]), .truncated(opcode: "BINUNICODE", offset: 2))
         XCTAssertEqual(pickleError([0x80, 2, 0x2E]), .stackUnderflow(opcode: "STOP", offset: 2))
         XCTAssertEqual(pickleError([0x80, 2, 0x74]), .noMark(opcode: "TUPLE", offset: 2))
+        // Values before a MARK cannot be popped inside it, nor taken by TUPLE2.
+        XCTAssertEqual(pickleError([0x80, 2, 0x4E, 0x28, 0x30]), .stackUnderflow(opcode: "POP", offset: 4))
+        XCTAssertEqual(pickleError([0x80, 2, 0x4E, 0x28, 0x4E, 0x86]), .stackUnderflow(opcode: "TUPLE2", offset: 5))
+        XCTAssertEqual(pickleError([0x80, 2, 0x4E, 0x28, 0x4E, 0x28, 0x31, 0x30, 0x30]), .stackUnderflow(opcode: "POP", offset: 8))
         XCTAssertEqual(pickleError([0x80, 2, 0x4E]), .noStop(length: 3))
         // A huge memo index costs one dictionary slot; reading an unwritten one is an error.
         XCTAssertNil(pickleError([0x80, 2, 0x4E, 0x72, 0xFF, 0xFF, 0xFF, 0xFF, 0x2E]))
@@ -182,6 +186,7 @@ final class CheckpointTests: XCTestCase {
         // A view reaching past its storage, and an absurd element count.
         XCTAssertNotNil(pickleError(Pickler.proto + Pickler.tensor(storageCount: 4, size: [5]) + [0x2E]))
         XCTAssertNotNil(pickleError(Pickler.proto + Pickler.tensor(storageCount: 1 << 62, size: [1]) + [0x2E]))
+        XCTAssertNotNil(pickleError(Pickler.proto + Pickler.tensor(storageCount: 4, size: [0], offset: 1 << 62) + [0x2E]))
     }
 
     func testDeepAndCyclicStructuresAreTypedErrors() {
@@ -213,13 +218,13 @@ private enum Pickler {
     static func global(_ module: String, _ name: String) -> [UInt8] { [0x63] + Array("\(module)\n\(name)\n".utf8) }
 
     /// `_rebuild_tensor_v2(storage('0', FloatStorage, count), 0, size, contiguous stride)`.
-    static func tensor(storageCount: Int, size: [Int]) -> [UInt8] {
+    static func tensor(storageCount: Int, size: [Int], offset: Int = 0) -> [UInt8] {
         var strides = [Int](repeating: 1, count: size.count)
         for i in stride(from: size.count - 2, through: 0, by: -1) { strides[i] = strides[i + 1] * size[i + 1] }
         func tuple(_ values: [Int]) -> [UInt8] { [0x28] + values.flatMap(long) + [0x74] }
         return global("torch._utils", "_rebuild_tensor_v2") + [0x28]
             + [0x28] + string("storage") + global("torch", "FloatStorage") + string("0") + string("cpu") + long(storageCount)
-            + [0x74, 0x51] + long(0) + tuple(size) + tuple(strides) + [0x89, 0x7D, 0x74, 0x52]
+            + [0x74, 0x51] + long(offset) + tuple(size) + tuple(strides) + [0x89, 0x7D, 0x74, 0x52]
     }
 
     /// `{'backbone': <value>}`
