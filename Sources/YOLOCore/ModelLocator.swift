@@ -1,8 +1,9 @@
 import Foundation
 
 /// Finds weight files: an http(s) URL through the download cache, a path as given, else
-/// `<name>.safetensors` in `YOLO_WEIGHTS_DIR`, then `Weights/` under the current directory, then
-/// the download cache (where a download of `…/<name>.safetensors` also counts).
+/// `<name>.safetensors` or `<name>.pt` (an Ultralytics checkpoint) in `YOLO_WEIGHTS_DIR`, then
+/// `Weights/` under the current directory, then the download cache (where a download of
+/// `…/<name>.safetensors` also counts).
 public enum ModelLocator {
     /// The directories searched for a bare model name, in order.
     public static var searchDirectories: [URL] {
@@ -29,20 +30,22 @@ public enum ModelLocator {
         URL(string: nameOrPath).flatMap { ["http", "https"].contains($0.scheme?.lowercased()) ? $0 : nil }
     }
 
-    /// The weight file for a model name ("yolo26n"), a path ("models/best.safetensors") or an
+    /// The weight file for a model name ("yolo26n"), a path ("models/best.pt") or an
     /// http(s) URL ("https://host/best.safetensors"). A URL not yet in the cache is downloaded,
     /// blocking the calling thread, with the timeout of `$YOLO_DOWNLOAD_TIMEOUT` (see `YOLO(url:)`).
     public static func url(for nameOrPath: String) throws -> URL {
         if let url = httpURL(nameOrPath) { return try ModelCache.fetch(url, sha256: nil, timeout: nil) }
         let fm = FileManager.default
-        let looksLikePath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors")
+        let looksLikePath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors") || nameOrPath.hasSuffix(".pt")
         if looksLikePath {
             guard fm.fileExists(atPath: nameOrPath) else {
                 throw YOLOError.modelNotFound(name: nameOrPath, searched: [nameOrPath])
             }
             return URL(fileURLWithPath: nameOrPath)
         }
-        let candidates = searchDirectories.map { $0.appendingPathComponent(nameOrPath + ".safetensors") }
+        let candidates = searchDirectories.flatMap { directory in
+            [".safetensors", ".pt"].map { directory.appendingPathComponent(nameOrPath + $0) }
+        }
         if let found = candidates.first(where: { fm.fileExists(atPath: $0.path) }) { return found }
         // Downloads are cached as `<16 hex digits of the URL's hash>-<name>.safetensors`.
         let suffix = "-\(nameOrPath).safetensors"

@@ -6,7 +6,7 @@ struct YOLOCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo",
         abstract: "Run Ultralytics YOLO models in Swift.",
-        subcommands: [Predict.self, Dump.self])
+        subcommands: [Predict.self, Dump.self, Export.self])
 }
 
 /// A runtime failure: ArgumentParser prints "Error: <message>" on one line and exits 1,
