@@ -19,7 +19,9 @@ struct Export: ParsableCommand {
     @Flag(help: "Write F16 tensors (rounded to nearest even); the default F32 is exact for F16, BF16 and F32 checkpoints.")
     var half = false
 
-    @Option(name: .shortAndLong, help: "File to write (default: the model's path with the extension .safetensors).")
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "File to write (default: the model's path with the extension .safetensors).",
+        discussion: "A model from the download cache is written to <name>.safetensors in the current directory."))
     var output: String?
 
     func validate() throws {
@@ -29,8 +31,12 @@ struct Export: ParsableCommand {
     func run() throws {
         do {
             let input = try ModelLocator.url(for: model)
-            let destination = output.map { URL(fileURLWithPath: $0) }
-                ?? input.deletingPathExtension().appendingPathExtension("safetensors")
+            // Beside the model, except in the cache, where a file would count as a download.
+            let inCache = input.deletingLastPathComponent().standardizedFileURL.path
+                == ModelLocator.cacheDirectory.standardizedFileURL.path
+            let stem = inCache ? URL(fileURLWithPath: model).deletingPathExtension().lastPathComponent
+                : input.deletingPathExtension().path
+            let destination = URL(fileURLWithPath: output ?? stem + ".safetensors")
             guard destination.standardizedFileURL.path != input.standardizedFileURL.path else {
                 throw CommandFailure(message: "\(destination.path) is the model itself; choose another file with -o")
             }

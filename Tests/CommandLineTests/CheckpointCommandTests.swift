@@ -69,6 +69,20 @@ final class CheckpointCommandTests: CommandTestCase {
         XCTAssertTrue(itself.stderr.contains("is the model itself"), itself.stderr)
     }
 
+    /// A model from the download cache is exported to the current directory, not beside it in
+    /// the cache, where the file would count as a second download of the name.
+    func testExportOfACachedDownloadGoesToTheCurrentDirectory() throws {
+        let cache = scratch.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: cache.appendingPathComponent("0123456789abcdef-yolo26n.pt"),
+                                                   withDestinationURL: try sharedFile("weights", "yolo26n-w8.pt"))
+        let result = try runCommand(executable, ["export", "--model", "yolo26n", "--half"], in: scratch,
+                                    environment: ["YOLO_WEIGHTS_DIR": scratch.path, "YOLO_CACHE_DIR": cache.path])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("yolo26n.safetensors").path))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cache.path), ["0123456789abcdef-yolo26n.pt"])
+    }
+
     /// A bare name finds `NAME.pt` when there is no `NAME.safetensors`.
     func testModelNameFindsCheckpoint() throws {
         let checkpoint = try sharedFile("weights", "yolo26n-cls-w8.pt")
