@@ -9,7 +9,7 @@ struct Predict: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on images, videos, streams or raw frames: detect, segment, pose, obb or classify, as the model was trained.")
 
-    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .pt or .safetensors path, or http(s) URL.")
+    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache; official names downloaded), .pt or .safetensors path, or http(s) URL.")
     var model: String = "yolo26n"
 
     @Option(help: ArgumentHelp("The task expected of the model: detect, segment, pose, obb or classify.",
