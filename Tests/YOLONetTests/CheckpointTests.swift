@@ -137,6 +137,18 @@ final class CheckpointTests: XCTestCase {
                        .missingStorage(source: "x.pt", tensor: "w", entry: "archive/data/0"))
     }
 
+    /// Sizes and offsets in ZIP64 extra fields, as torch writes them past 4 GiB; F32 storage values.
+    func testZIP64EntriesAndFloatStorage() throws {
+        let values: [Float] = (0 ..< 100).map { Float($0) * 0.25 - 3 }
+        let pickle = Pickler.checkpoint(yaml: Pickler.emptyDict, parameters: Pickler.tensor(storageCount: 100, size: [4, 25]))
+        var zip = Zip([("archive/data.pkl", pickle), ("archive/data/0", values.flatMap { Pickler.le($0.bitPattern) })])
+        zip.zip64 = true
+        let file = try SafeTensorsFile(data: zip.data, source: "x.pt")
+        XCTAssertEqual(file.entries["w"]?.dtype, .f32)
+        XCTAssertEqual(try file.tensor("w").shape, [4, 25])
+        XCTAssertEqual(try file.tensor("w").scalars, values)
+    }
+
     // MARK: Hostile pickles
 
     private func pickleError(_ bytes: [UInt8]) -> PickleError? {
@@ -251,6 +263,8 @@ private struct Zip {
     var localOffsets: [UInt32]
     var sizes: [UInt32]
     var entryCount: UInt16
+    /// Central directory sizes and offsets saturated, their values in ZIP64 extra fields.
+    var zip64 = false
 
     init(_ files: [(String, [UInt8])], method: UInt16 = 0) {
         self.files = files.map { (name: $0.0, bytes: $0.1) }
@@ -274,10 +288,15 @@ private struct Zip {
         }
         let directory = out.count
         for (i, file) in files.enumerated() {
+            let saturated: UInt32 = 0xFFFF_FFFF
             le(UInt32(0x0201_4B50)); le(UInt16(20)); le(UInt16(20)); le(UInt16(0)); le(method); le(UInt32(0))
-            le(UInt32(0)); le(sizes[i]); le(sizes[i]); le(UInt16(file.name.utf8.count)); le(UInt16(0)); le(UInt16(0))
-            le(UInt16(0)); le(UInt16(0)); le(UInt32(0)); le(localOffsets[i])
+            le(UInt32(0)); le(zip64 ? saturated : sizes[i]); le(zip64 ? saturated : sizes[i])
+            le(UInt16(file.name.utf8.count)); le(UInt16(zip64 ? 28 : 0)); le(UInt16(0))
+            le(UInt16(0)); le(UInt16(0)); le(UInt32(0)); le(zip64 ? saturated : localOffsets[i])
             out += Array(file.name.utf8)
+            if zip64 {
+                le(UInt16(1)); le(UInt16(24)); le(UInt64(sizes[i])); le(UInt64(sizes[i])); le(UInt64(localOffsets[i]))
+            }
         }
         let size = out.count - directory
         le(UInt32(0x0605_4B50)); le(UInt16(0)); le(UInt16(0)); le(entryCount); le(entryCount)
