@@ -320,10 +320,13 @@ package struct Checkpoint {
         let bytes = Self.gather(tensor, from: data, at: try storageStart(tensor, name: "stride"))
         return bytes.withUnsafeBytes { raw in
             (0 ..< tensor.shape.reduce(1, *)).map { i in
+                func bits<T: FixedWidthInteger>(_: T.Type) -> T {
+                    T(littleEndian: raw.loadUnaligned(fromByteOffset: i * MemoryLayout<T>.size, as: T.self))
+                }
                 switch dtype {
-                case .f32: Double(Float(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)))
-                case .f16: Double(Float(Float16(bitPattern: raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self))))
-                case .bf16: Double(Float(bitPattern: UInt32(raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)) << 16))
+                case .f32: return Double(Float(bitPattern: bits(UInt32.self)))
+                case .f16: return Double(Float(Float16(bitPattern: bits(UInt16.self))))
+                case .bf16: return Double(Float(bitPattern: UInt32(bits(UInt16.self)) << 16))
                 }
             }
         }

@@ -111,7 +111,7 @@ package struct Pickle: Sendable {
     /// The value STOP returned.
     package private(set) var root: PickleValue = .none
 
-    /// Bounds on what a pickle may build, far above a checkpoint's (yolo26x: ~100,000 objects).
+    /// Bounds on what a pickle may build, far above a checkpoint's (yolo26n: ~12,000 objects).
     static let maxObjects = 4_000_000
     static let maxStack = 1_000_000
 
