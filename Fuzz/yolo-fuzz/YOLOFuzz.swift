@@ -9,6 +9,9 @@ enum FuzzTarget: String {
     /// A whole weight file from memory: the safetensors header, the `arch` JSON, the network
     /// built from it and every tensor bound.
     case weights
+    /// An Ultralytics `.pt` checkpoint from memory, on inputs with the zip signature: the zip
+    /// archive, the pickle, the model read from it, the network built and every tensor bound.
+    case pt
     /// `Image(data:)` on inputs with a JPEG signature.
     case jpeg
     /// `Image(data:)` on inputs with a PNG signature.
@@ -17,7 +20,7 @@ enum FuzzTarget: String {
     static let selected: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["YOLO_FUZZ_TARGET"] ?? ""
         guard let target = FuzzTarget(rawValue: name) else {
-            fatalError("set YOLO_FUZZ_TARGET to weights, jpeg or png (got '\(name)')")
+            fatalError("set YOLO_FUZZ_TARGET to weights, pt, jpeg or png (got '\(name)')")
         }
         return target
     }()
@@ -31,6 +34,9 @@ func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
     do {
         switch FuzzTarget.selected {
         case .weights:
+            _ = try Model(file: SafeTensorsFile(data: data))
+        case .pt:
+            guard data.starts(with: ZipArchive.signature) else { return -1 }
             _ = try Model(file: SafeTensorsFile(data: data))
         case .jpeg:
             guard data.starts(with: [0xFF, 0xD8, 0xFF]) else { return -1 }

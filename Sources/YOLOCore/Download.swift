@@ -79,14 +79,14 @@ enum ModelCache {
     /// letters, digits, `.`, `-` and `_` becomes `_`, so a decoded `%2F` cannot leave the directory.
     static func fileName(for url: URL) throws -> String {
         let name = url.lastPathComponent
-        guard name.hasSuffix(".safetensors") else {
-            throw YOLOError.downloadFailed(url: url.absoluteString, reason: "the URL does not name a .safetensors file")
+        guard name.hasSuffix(".safetensors") || name.hasSuffix(".pt") else {
+            throw YOLOError.downloadFailed(url: url.absoluteString, reason: "the URL does not name a .safetensors or .pt file")
         }
         let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
         return SHA256.hexDigest(Data(url.absoluteString.utf8)).prefix(16) + "-" + safe
     }
 
-    /// Whether a download is a complete `yolo-safetensors/1` file, so that an HTML error page
+    /// Whether a download is a complete `yolo-safetensors/1` file (or a checkpoint read as one), so that an HTML error page
     /// or a cut-off body served with status 200 never enters the cache.
     static func validate(_ file: URL, from url: URL) throws {
         func fail(_ reason: String) -> YOLOError { .downloadFailed(url: url.absoluteString, reason: reason) }
@@ -212,7 +212,8 @@ private enum Curl {
             // CURLOPT_URL, CURLOPT_WRITEDATA (a FILE *, which libcurl's default writer fwrites to),
             // CURLOPT_FOLLOWLOCATION, CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process),
             // CURLOPT_ERRORBUFFER, CURLOPT_CONNECTTIMEOUT_MS, and CURLOPT_LOW_SPEED_LIMIT and
-            // CURLOPT_LOW_SPEED_TIME: below 1 byte/s for that many whole seconds is a stall.
+            // CURLOPT_LOW_SPEED_TIME: below 1 byte/s for that many whole seconds is a stall;
+            // CURLOPT_NOPROGRESS off, libcurl's progress meter on stderr, when that is a terminal.
             _ = curl.setString(handle, 10002, url)
             _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(file))
             _ = curl.setLong(handle, 52, 1)
@@ -221,6 +222,7 @@ private enum Curl {
             _ = curl.setLong(handle, 156, Int((timeout * 1000).rounded(.up)))
             _ = curl.setLong(handle, 19, 1)
             _ = curl.setLong(handle, 20, Int(timeout.rounded(.up)))
+            _ = curl.setLong(handle, 43, isatty(2) == 1 ? 0 : 1)
             return curl.perform(handle)
         }
         guard code == 0 else {

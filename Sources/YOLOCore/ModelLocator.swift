@@ -1,8 +1,10 @@
 import Foundation
 
 /// Finds weight files: an http(s) URL through the download cache, a path as given, else
-/// `<name>.safetensors` in `YOLO_WEIGHTS_DIR`, then `Weights/` under the current directory, then
-/// the download cache (where a download of `…/<name>.safetensors` also counts).
+/// `<name>.safetensors` or `<name>.pt` (an Ultralytics checkpoint) in `YOLO_WEIGHTS_DIR`, then
+/// `Weights/` under the current directory, then the download cache (where a download of
+/// `…/<name>.safetensors` or `…/<name>.pt` also counts), and last, for an official Ultralytics
+/// model name, its release asset downloaded into the cache.
 public enum ModelLocator {
     /// The directories searched for a bare model name, in order.
     public static var searchDirectories: [URL] {
@@ -24,38 +26,66 @@ public enum ModelLocator {
         return base.appendingPathComponent("yolo-swift")
     }
 
+    /// Where official models are downloaded from: `$YOLO_ASSETS_URL` (mirrors, air-gapped
+    /// installs, tests), else the Ultralytics release `attempt_download_asset` uses.
+    public static var assetsURL: URL {
+        let mirror = ProcessInfo.processInfo.environment["YOLO_ASSETS_URL"].flatMap { $0.isEmpty ? nil : URL(string: $0) }
+        return mirror ?? URL(string: "https://github.com/ultralytics/assets/releases/download/v8.4.0")!
+    }
+
+    /// Whether Ultralytics publishes `name` as a release asset in a family yolo-swift runs:
+    /// YOLO26 and YOLO11, scales n–x, every task.
+    public static func isOfficial(_ name: String) -> Bool {
+        name.wholeMatch(of: /yolo(26|11)[nsmlx](-seg|-pose|-obb|-cls)?/) != nil
+    }
+
     /// `nameOrPath` as a URL when it is an http(s) one.
     static func httpURL(_ nameOrPath: String) -> URL? {
         URL(string: nameOrPath).flatMap { ["http", "https"].contains($0.scheme?.lowercased()) ? $0 : nil }
     }
 
-    /// The weight file for a model name ("yolo26n"), a path ("models/best.safetensors") or an
-    /// http(s) URL ("https://host/best.safetensors"). A URL not yet in the cache is downloaded,
-    /// blocking the calling thread, with the timeout of `$YOLO_DOWNLOAD_TIMEOUT` (see `YOLO(url:)`).
-    public static func url(for nameOrPath: String) throws -> URL {
+    /// The weight file for a model name ("yolo26n", or "yolo26n.pt" as Ultralytics names it), a
+    /// path ("models/best.pt") or an http(s) URL ("https://host/best.safetensors"). A URL not yet
+    /// in the cache, or an official model found nowhere, is downloaded, blocking the calling
+    /// thread, with the timeout of `$YOLO_DOWNLOAD_TIMEOUT` (see `YOLO(url:)`); `YOLO_OFFLINE=1`
+    /// forbids downloading official models, and so does `downloading: false`.
+    public static func url(for nameOrPath: String, downloading: Bool = true) throws -> URL {
         if let url = httpURL(nameOrPath) { return try ModelCache.fetch(url, sha256: nil, timeout: nil) }
         let fm = FileManager.default
-        let looksLikePath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors")
+        // "yolo26n.pt" with no such file is the model's name, as in Ultralytics.
+        let checkpointName = !nameOrPath.contains("/") && nameOrPath.hasSuffix(".pt") && !fm.fileExists(atPath: nameOrPath)
+        let name = checkpointName ? String(nameOrPath.dropLast(3)) : nameOrPath
+        let looksLikePath = !checkpointName
+            && (nameOrPath.contains("/") || nameOrPath.hasSuffix(".safetensors") || nameOrPath.hasSuffix(".pt"))
         if looksLikePath {
             guard fm.fileExists(atPath: nameOrPath) else {
                 throw YOLOError.modelNotFound(name: nameOrPath, searched: [nameOrPath])
             }
             return URL(fileURLWithPath: nameOrPath)
         }
-        let candidates = searchDirectories.map { $0.appendingPathComponent(nameOrPath + ".safetensors") }
+        let candidates = searchDirectories.flatMap { directory in
+            [".safetensors", ".pt"].map { directory.appendingPathComponent(name + $0) }
+        }
         if let found = candidates.first(where: { fm.fileExists(atPath: $0.path) }) { return found }
-        // Downloads are cached as `<16 hex digits of the URL's hash>-<name>.safetensors`.
-        let suffix = "-\(nameOrPath).safetensors"
+        // Downloads are cached as `<16 hex digits of the URL's hash>-<name>.safetensors` (or `.pt`).
+        let suffixes = ["-\(name).safetensors", "-\(name).pt"]
         let downloads = ((try? fm.contentsOfDirectory(atPath: cacheDirectory.path)) ?? [])
-            .filter { $0.hasSuffix(suffix) && $0.count == 16 + suffix.count && $0.prefix(16).allSatisfy(\.isHexDigit) }
+            .filter { file in
+                suffixes.contains { file.hasSuffix($0) && file.count == 16 + $0.count } && file.prefix(16).allSatisfy(\.isHexDigit)
+            }
             .sorted().map { cacheDirectory.appendingPathComponent($0) }
         guard downloads.count <= 1 else {
-            throw YOLOError.ambiguousModel(name: nameOrPath, candidates: downloads.map(\.path))
+            throw YOLOError.ambiguousModel(name: name, candidates: downloads.map(\.path))
         }
-        guard let download = downloads.first else {
+        if let download = downloads.first { return download }
+        guard downloading, isOfficial(name) else {
             throw YOLOError.modelNotFound(
-                name: nameOrPath, searched: candidates.map(\.path) + [cacheDirectory.appendingPathComponent("*" + suffix).path])
+                name: name, searched: candidates.map(\.path) + suffixes.map { cacheDirectory.appendingPathComponent("*" + $0).path })
         }
-        return download
+        let asset = assetsURL.appendingPathComponent(name + ".pt")
+        guard ProcessInfo.processInfo.environment["YOLO_OFFLINE"] != "1" else {
+            throw YOLOError.offline(name: name, url: asset.absoluteString, directories: searchDirectories.dropLast().map(\.path))
+        }
+        return try ModelCache.fetch(asset, sha256: nil, timeout: nil)
     }
 }

@@ -39,7 +39,8 @@ public final class YOLO: Sendable {
     }
 
     /// Loads a model by name ("yolo26n", searched in `YOLO_WEIGHTS_DIR`, `Weights/` and the
-    /// download cache), by path to a `.safetensors` file, or by http(s) URL (as `init(url:)`).
+    /// download cache, or an official model downloaded), by path to a `.pt` or `.safetensors`
+    /// file, or by http(s) URL (as `init(url:)`).
     public convenience init(_ nameOrPath: String, configuration: YOLOConfiguration = YOLOConfiguration()) async throws {
         if let url = ModelLocator.httpURL(nameOrPath) {
             try await self.init(url: url, configuration: configuration)

@@ -19,12 +19,14 @@ public enum YOLOError: Error, LocalizedError, Equatable {
     case memoryBudgetExceeded(imageSize: Int, height: Int, width: Int, needed: Int, budget: Int, largestFitting: Int?)
     /// Several cached downloads are named `name`.
     case ambiguousModel(name: String, candidates: [String])
+    /// The official model `name` is not on this machine and `YOLO_OFFLINE=1` forbids downloading it.
+    case offline(name: String, url: String, directories: [String])
 
     public var errorDescription: String? {
         switch self {
         case let .modelNotFound(name, searched):
             "model '\(name)' not found; looked for " + searched.joined(separator: ", ")
-                + " (set YOLO_WEIGHTS_DIR or put the .safetensors file in Weights/)"
+                + " (set YOLO_WEIGHTS_DIR or put the .safetensors or .pt file in Weights/)"
         case let .invalidModel(path, reason):
             "cannot load model \(path): \(reason)"
         case let .taskMismatch(model, task, requested):
@@ -35,6 +37,9 @@ public enum YOLOError: Error, LocalizedError, Equatable {
             "cannot use image \(source): \(reason)"
         case let .downloadFailed(url, reason):
             "download of \(url) failed: \(reason)"
+        case let .offline(name, url, directories):
+            "model '\(name)' is not on this machine and YOLO_OFFLINE=1 forbids downloading it from \(url); place "
+                + "\(name).pt (that file) or \(name).safetensors in " + directories.joined(separator: " or ")
         case let .memoryBudgetExceeded(imageSize, height, width, needed, budget, largestFitting):
             "image size \(imageSize) (a \(width)×\(height) input) needs about \(gigabytes(needed)) of working memory, more than "
                 + "the budget of \(gigabytes(budget)) (YOLOConfiguration.memoryBudget, by default half the memory available); "

@@ -13,8 +13,8 @@ package struct Model: Sendable {
     package let imageSize: Int
     package let metadata: [String: String]
 
-    /// Loads a `yolo-safetensors/1` file: every tensor bound by name with its shape checked;
-    /// missing or leftover tensors are errors.
+    /// Loads a `yolo-safetensors/1` file or an Ultralytics `.pt` checkpoint (told apart by content):
+    /// every tensor bound by name with its shape checked; missing or leftover tensors are errors.
     package init(contentsOf url: URL) throws {
         try self.init(file: try SafeTensorsFile(contentsOf: url))
     }

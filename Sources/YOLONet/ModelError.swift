@@ -14,7 +14,8 @@ package enum ModelError: Error, LocalizedError, Equatable {
     package var errorDescription: String? {
         switch self {
         case let .missingMetadata(key):
-            "the weight file has no '\(key)' metadata; convert the checkpoint with Weights/convert.py"
+            "the weight file has no '\(key)' metadata; read the Ultralytics .pt checkpoint directly "
+                + "or write the file with `yolo export`"
         case let .invalidMetadata(key, value, reason):
             "metadata '\(key)' = \(value.prefix(120)) is invalid: \(reason)"
         case let .invalidArchitecture(layer, reason):

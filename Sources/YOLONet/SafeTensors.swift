@@ -35,7 +35,7 @@ package enum SafeTensorsError: Error, LocalizedError, Equatable {
         case let .isDirectory(source):
             "\(source) is a directory, not a weight file"
         case let .foreignFormat(source, format):
-            "\(source) is \(format), not a safetensors file; convert it with Weights/convert.py"
+            "\(source) is \(format), not a safetensors file or an Ultralytics .pt checkpoint"
         case let .fileTooShort(source, byteCount):
             "\(source) is \(byteCount) bytes long, too short for the 8-byte safetensors header length"
         case let .headerTooLarge(source, headerLength):
@@ -138,7 +138,13 @@ package struct SafeTensorsFile: Sendable {
         try self.init(data: data, source: url.path)
     }
 
+    /// A safetensors file, or an Ultralytics `.pt` checkpoint (told apart by the zip signature)
+    /// read as the `yolo-safetensors/1` file it converts to.
     package init(data: Data, source: String = "<memory>") throws {
+        if data.starts(with: ZipArchive.signature) {
+            self = try Checkpoint.weights(data: data, source: source)
+            return
+        }
         guard data.count >= 8 else { throw SafeTensorsError.fileTooShort(source: source, byteCount: data.count) }
         let headerLength = data.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         guard headerLength <= Self.maxHeaderLength else {
@@ -190,13 +196,34 @@ package struct SafeTensorsFile: Sendable {
         self.source = source
     }
 
+    /// Tensors already located in `data` (ranges from its start), e.g. a checkpoint's; every range
+    /// is checked to lie in `data` and to match its entry's shape.
+    init(metadata: [String: String], entries: [String: Entry], data: Data, source: String) throws {
+        for (name, entry) in entries {
+            let begin = entry.range.lowerBound, end = entry.range.upperBound
+            guard begin >= 0, end <= data.count else {
+                throw SafeTensorsError.offsetsOutOfRange(source: source, tensor: name, begin: begin, end: end, dataSize: data.count)
+            }
+            let (count, overflow) = entry.shape.reduce((entry.dtype.byteSize, false)) {
+                let product = $0.0.multipliedReportingOverflow(by: $1)
+                return (product.partialValue, $0.1 || product.overflow || $1 < 0)
+            }
+            guard !overflow, count == entry.range.count else {
+                throw SafeTensorsError.byteCountMismatch(source: source, tensor: name, dtype: entry.dtype, shape: entry.shape,
+                                                         begin: begin, end: end, expected: count)
+            }
+        }
+        self.metadata = metadata
+        self.entries = entries
+        self.storage = data
+        self.dataStart = 0
+        self.source = source
+    }
+
     /// Files commonly given in place of a weight file, named by their first bytes. Consulted only
     /// once the header length is impossible, since any 8 bytes are a valid length.
     private static func foreignFormat(_ data: Data, source: String) -> SafeTensorsError? {
         let head = [UInt8](data.prefix(3))
-        if data.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
-            return .foreignFormat(source: source, format: "a PyTorch checkpoint (zip)")
-        }
         // An ONNX ModelProto opens with field 1 (ir_version, a one-byte varint), then a
         // length-delimited field (producer_name, graph, …).
         if head.count == 3, head[0] == 0x08, head[1] < 0x80, head[2] & 0x07 == 2 {
@@ -313,20 +340,23 @@ package struct SafeTensorsFile: Sendable {
         }
     }
 
-    /// Writes F32 tensors laid out like the reference implementation: names sorted, data contiguous, and the
-    /// JSON header padded with spaces to a multiple of 8 bytes so that the data section stays aligned.
-    package static func write(_ tensors: [String: Tensor], metadata: [String: String] = [:], to url: URL) throws {
+    /// Writes tensors as F32 (or F16, rounded to nearest even like torch's `half()`) laid out like the
+    /// reference implementation: names sorted, data contiguous, and the JSON header padded with
+    /// spaces to a multiple of 8 bytes so that the data section stays aligned.
+    package static func write(_ tensors: [String: Tensor], metadata: [String: String] = [:], half: Bool = false,
+                              to url: URL) throws {
         if tensors["__metadata__"] != nil {
             throw SafeTensorsError.reservedTensorName(source: url.path, name: "__metadata__")
         }
         let sorted = tensors.sorted { $0.key < $1.key }
         var header: [String: Any] = [:]
         if !metadata.isEmpty { header["__metadata__"] = metadata }
+        let dtype: DType = half ? .f16 : .f32
         var dataSize = 0
         for (name, tensor) in sorted {
-            header[name] = ["dtype": DType.f32.rawValue, "shape": tensor.shape,
-                            "data_offsets": [dataSize, dataSize + 4 * tensor.count]] as [String: Any]
-            dataSize += 4 * tensor.count
+            header[name] = ["dtype": dtype.rawValue, "shape": tensor.shape,
+                            "data_offsets": [dataSize, dataSize + dtype.byteSize * tensor.count]] as [String: Any]
+            dataSize += dtype.byteSize * tensor.count
         }
         var headerBytes = try JSONSerialization.data(
             withJSONObject: header, options: [.sortedKeys, .withoutEscapingSlashes])
@@ -340,8 +370,12 @@ package struct SafeTensorsFile: Sendable {
             var offset = dataStart
             for (_, tensor) in sorted {
                 for scalar in tensor.scalars {
-                    out.storeBytes(of: scalar.bitPattern.littleEndian, toByteOffset: offset, as: UInt32.self)
-                    offset += 4
+                    if half {
+                        out.storeBytes(of: Float16(scalar).bitPattern.littleEndian, toByteOffset: offset, as: UInt16.self)
+                    } else {
+                        out.storeBytes(of: scalar.bitPattern.littleEndian, toByteOffset: offset, as: UInt32.self)
+                    }
+                    offset += dtype.byteSize
                 }
             }
         }

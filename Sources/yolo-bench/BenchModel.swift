@@ -9,13 +9,13 @@ struct BenchModel {
     /// The weight file, or nil when the graph was built with seeded random weights.
     let file: String?
 
-    /// `spec` is a weight file path or a model name, found by `ModelLocator`; a built-in
-    /// architecture name without a file gets random weights, since latency does not depend on
-    /// weight values.
+    /// `spec` is a weight file path or a model name, found by `ModelLocator` (official models are
+    /// not downloaded); a built-in architecture name without a file gets random weights, since
+    /// latency does not depend on weight values.
     init(_ spec: String) throws {
         let url: URL
         do {
-            url = try ModelLocator.url(for: spec)
+            url = try ModelLocator.url(for: spec, downloading: false)
         } catch YOLOError.modelNotFound(_, let searched) {
             guard let architecture = try Architecture.builtin(named: spec) else {
                 let builtins = Architecture.builtinFamilies.map { $0 + "n/s/m/l/x" }.joined(separator: ", ")

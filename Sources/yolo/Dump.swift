@@ -10,7 +10,7 @@ struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write each layer's output for an input tensor to a safetensors file.")
 
-    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache) or .safetensors path.")
+    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .pt or .safetensors path.")
     var model: String
 
     @Option(help: "safetensors file holding tensor 'input' [1, 3, H, W].")

@@ -38,7 +38,7 @@ struct Track: AsyncParsableCommand {
 
 /// What `yolo predict` and `yolo track` share: the source, the model's settings and the outputs.
 struct PredictOptions: ParsableArguments {
-    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .safetensors path or http(s) URL.")
+    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache; official names downloaded), .pt or .safetensors path, or http(s) URL.")
     var model: String = "yolo26n"
 
     @Option(help: ArgumentHelp("The task expected of the model: detect, segment, pose, obb or classify.",

@@ -8,7 +8,7 @@ struct Val: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Validate a detection model on a dataset split (Ultralytics data YAML): P, R, mAP50, mAP50-95.")
 
-    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache), .safetensors path or http(s) URL.")
+    @Option(help: "Model name (searched in YOLO_WEIGHTS_DIR, Weights/, the cache; official names downloaded), .pt or .safetensors path, or http(s) URL.")
     var model: String = "yolo26n"
 
     @Option(help: "Dataset YAML (path, train, val, names).")

@@ -6,7 +6,7 @@ struct YOLOCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo",
         abstract: "Run Ultralytics YOLO models in Swift.",
-        subcommands: [Predict.self, Track.self, Val.self, Dump.self])
+        subcommands: [Predict.self, Track.self, Val.self, Export.self, Dump.self])
 }
 
 /// A runtime failure: ArgumentParser prints "Error: <message>" on one line and exits 1,

@@ -234,6 +234,45 @@ final class DownloadTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: fresh.path))
     }
 
+    /// An official name found nowhere downloads Ultralytics' release asset once, here from
+    /// `YOLO_ASSETS_URL` on loopback serving yolo26n-w8.pt as yolo26n.pt; `YOLO_OFFLINE=1` refuses,
+    /// naming what to place where.
+    func testOfficialNameDownloadsTheReleaseAsset() async throws {
+        let weights = root.appendingPathComponent("weights")
+        try FileManager.default.createDirectory(at: weights, withIntermediateDirectories: true)
+        let saved = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"]
+        let checkpoint = try weightsFile("yolo26n").deletingLastPathComponent().appendingPathComponent("yolo26n-w8.pt")
+        setenv("YOLO_WEIGHTS_DIR", weights.path, 1)
+        defer {
+            if let saved { setenv("YOLO_WEIGHTS_DIR", saved, 1) } else { unsetenv("YOLO_WEIGHTS_DIR") }
+            unsetenv("YOLO_ASSETS_URL")
+            unsetenv("YOLO_OFFLINE")
+        }
+        let base = "http://127.0.0.1:\(port)/v8.4.0"
+        setenv("YOLO_ASSETS_URL", base, 1)
+        setenv("YOLO_OFFLINE", "1", 1)
+        let local = ModelLocator.searchDirectories.dropLast().map(\.path)
+        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26n")) { error in
+            XCTAssertEqual(error as? YOLOError, .offline(name: "yolo26n", url: base + "/yolo26n.pt", directories: local))
+            XCTAssertEqual((error as? LocalizedError)?.errorDescription,
+                           "model 'yolo26n' is not on this machine and YOLO_OFFLINE=1 forbids downloading it from \(base)/yolo26n.pt; "
+                               + "place yolo26n.pt (that file) or yolo26n.safetensors in " + local.joined(separator: " or "))
+        }
+        unsetenv("YOLO_OFFLINE")
+        try publish(try Data(contentsOf: checkpoint), as: "v8.4.0/yolo26n.pt")
+        let model = try await YOLO("yolo26n.pt")
+        XCTAssertEqual(model.names[0], "person")
+        let cached = cachedName(base + "/yolo26n.pt", "yolo26n.pt")
+        XCTAssertEqual(try cacheContents, [cached])
+        // From the cache from now on, offline too.
+        setenv("YOLO_OFFLINE", "1", 1)
+        XCTAssertEqual(try ModelLocator.url(for: "yolo26n").lastPathComponent, cached)
+        // Other names are never downloaded.
+        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26q")) { error in
+            guard case .modelNotFound(name: "yolo26q", _)? = error as? YOLOError else { return XCTFail("\(error)") }
+        }
+    }
+
     /// `YOLO("https://…")`, as `yolo predict --model URL` calls it, downloads through the cache.
     func testURLIsAcceptedAsAModelName() async throws {
         let url = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
