@@ -32,33 +32,28 @@ package func linearAssignment(_ cost: [Double], rows: Int, columns: Int, costLim
     guard rows > 0, columns > 0 else {
         return LinearAssignment(matches: [], unmatchedRows: Array(0..<rows), unmatchedColumns: Array(0..<columns))
     }
-    let n = rows + columns, never = 2 * abs(costLimit) + 1
-    var solver = JonkerVolgenant(n: n)
+    let never = 2 * abs(costLimit) + 1
+    var solver = JonkerVolgenant(rows: rows, columns: columns, half: costLimit / 2)
     defer { solver.deallocate() }
-    solver.cost.initialize(repeating: costLimit / 2)
-    for i in 0..<rows {
-        for j in 0..<columns {
-            let c = cost[i * columns + j]
-            solver.cost[i * n + j] = c.isFinite ? c : never
-        }
-    }
-    for i in rows..<n {
-        for j in columns..<n { solver.cost[i * n + j] = 0 }
-    }
+    for k in cost.indices { solver.real[k] = cost[k].isFinite ? cost[k] : never }
     solver.solve()
-    let columnOfRow = (0..<rows).map { solver.x[$0] < columns ? solver.x[$0] : -1 }
-    let rowOfColumn = (0..<columns).map { solver.y[$0] < rows ? solver.y[$0] : -1 }
-    return LinearAssignment(
-        matches: columnOfRow.indices.compactMap { r in columnOfRow[r] >= 0 ? (r, columnOfRow[r]) : nil },
-        unmatchedRows: columnOfRow.indices.filter { columnOfRow[$0] < 0 },
-        unmatchedColumns: rowOfColumn.indices.filter { rowOfColumn[$0] < 0 })
+    var matches = [(row: Int, column: Int)](), unmatchedRows = [Int](), unmatchedColumns = [Int]()
+    matches.reserveCapacity(min(rows, columns))
+    for r in 0..<rows {
+        if (0..<columns).contains(solver.x[r]) { matches.append((r, solver.x[r])) } else { unmatchedRows.append(r) }
+    }
+    for c in 0..<columns where !(0..<rows).contains(solver.y[c]) { unmatchedColumns.append(c) }
+    return LinearAssignment(matches: matches, unmatchedRows: unmatchedRows, unmatchedColumns: unmatchedColumns)
 }
 
-/// The Jonker–Volgenant shortest-augmenting-path algorithm on a square `n × n` cost matrix
-/// (row-major), in the order lap runs its steps. Its buffers are allocated once per problem.
+/// The Jonker–Volgenant shortest-augmenting-path algorithm on lap's extended square matrix of
+/// side n = rows + columns, in the order lap runs its steps. Only the real `rows × columns`
+/// block is stored: every other entry is `half` (beside and below it) or 0 (the opposite
+/// corner), read through `cost(_:_:)`. Its buffers are allocated once per problem.
 private struct JonkerVolgenant {
-    let n: Int
-    let cost: UnsafeMutableBufferPointer<Double>
+    let rows: Int, columns: Int, n: Int, half: Double
+    /// The real costs, `rows × columns` row-major.
+    let real: UnsafeMutableBufferPointer<Double>
     /// The column of each row and the row of each column (-1: none), and the column potentials.
     let x: UnsafeMutableBufferPointer<Int>, y: UnsafeMutableBufferPointer<Int>, v: UnsafeMutableBufferPointer<Double>
     /// Rows without a column, `free[..<freeCount]`.
@@ -66,12 +61,13 @@ private struct JonkerVolgenant {
     var freeCount = 0
     /// The shortest-path search's columns in order (done, to scan, to do), predecessor rows and
     /// distances.
-    let columns: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
+    let order: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
     let d: UnsafeMutableBufferPointer<Double>
 
-    init(n: Int) {
-        self.n = n
-        cost = .allocate(capacity: n * n)
+    init(rows: Int, columns: Int, half: Double) {
+        (self.rows, self.columns, self.half) = (rows, columns, half)
+        n = rows + columns
+        real = .allocate(capacity: rows * columns)
         x = .allocate(capacity: n)
         x.initialize(repeating: -1)
         y = .allocate(capacity: n)
@@ -79,14 +75,20 @@ private struct JonkerVolgenant {
         v = .allocate(capacity: n)
         v.initialize(repeating: .infinity)
         free = .allocate(capacity: n)
-        columns = .allocate(capacity: n)
+        order = .allocate(capacity: n)
         predecessor = .allocate(capacity: n)
         d = .allocate(capacity: n)
     }
 
     func deallocate() {
-        for buffer in [x, y, free, columns, predecessor] { buffer.deallocate() }
-        for buffer in [cost, v, d] { buffer.deallocate() }
+        for buffer in [x, y, free, order, predecessor] { buffer.deallocate() }
+        for buffer in [real, v, d] { buffer.deallocate() }
+    }
+
+    /// Entry (i, j) of the extended matrix.
+    @inline(__always) private func cost(_ i: Int, _ j: Int) -> Double {
+        if i < rows { return j < columns ? real[i * columns + j] : half }
+        return j < columns ? half : 0
     }
 
     mutating func solve() {
@@ -99,9 +101,10 @@ private struct JonkerVolgenant {
     /// lowest minimal row takes it (a row minimal in several columns keeps the last); the free
     /// rows are those that took none.
     private mutating func reduceColumns() {
-        for i in 0..<n {
-            for j in 0..<n where cost[i * n + j] < v[j] {
-                v[j] = cost[i * n + j]
+        // The rows below the real ones are all alike: after the first, none is strictly lower.
+        for i in 0...rows {
+            for j in 0..<n where cost(i, j) < v[j] {
+                v[j] = cost(i, j)
                 y[j] = i
             }
         }
@@ -117,7 +120,7 @@ private struct JonkerVolgenant {
             } else if unique[i] {
                 let j = x[i]
                 var least = Double.infinity
-                for k in 0..<n where k != j { least = min(least, cost[i * n + k] - v[k]) }
+                for k in 0..<n where k != j { least = min(least, cost(i, k) - v[k]) }
                 v[j] -= least
             }
         }
@@ -132,9 +135,9 @@ private struct JonkerVolgenant {
             rounds += 1
             let row = free[current]
             current += 1
-            var j1 = 0, u1 = cost[row * n] - v[0], j2 = -1, u2 = Double.infinity
+            var j1 = 0, u1 = cost(row, 0) - v[0], j2 = -1, u2 = Double.infinity
             for j in 1..<n {
-                let h = cost[row * n + j] - v[j]
+                let h = cost(row, j) - v[j]
                 guard h < u2 else { continue }
                 if h >= u1 { (u2, j2) = (h, j) } else { (u2, j2, u1, j1) = (u1, j1, h, j) }
             }
@@ -170,33 +173,33 @@ private struct JonkerVolgenant {
     /// assignments along it flipped.
     private func augment(from start: Int) {
         for j in 0..<n {
-            columns[j] = j
+            order[j] = j
             predecessor[j] = start
-            d[j] = cost[start * n + j] - v[j]
+            d[j] = cost(start, j) - v[j]
         }
-        // columns[..<lo]: done; columns[lo..<hi]: at the current minimum distance, to scan.
+        // order[..<lo]: done; order[lo..<hi]: at the current minimum distance, to scan.
         var lo = 0, hi = 0, ready = 0, end = -1
         search: while true {
             if lo == hi {
                 ready = lo
                 hi = lo + 1
-                var nearest = d[columns[lo]]
+                var nearest = d[order[lo]]
                 for k in hi..<n {
-                    let j = columns[k]
+                    let j = order[k]
                     guard d[j] <= nearest else { continue }
                     if d[j] < nearest { hi = lo; nearest = d[j] }
-                    columns.swapAt(k, hi)
+                    order.swapAt(k, hi)
                     hi += 1
                 }
-                for k in lo..<hi where y[columns[k]] < 0 { end = columns[k] }
+                for k in lo..<hi where y[order[k]] < 0 { end = order[k] }
                 if end >= 0 { break search }
             }
             // Scan a column at the minimum: its row may bring other columns nearer.
-            let j = columns[lo]
+            let j = order[lo]
             lo += 1
-            let i = y[j], nearest = d[j], h = cost[i * n + j] - v[j] - nearest
+            let i = y[j], nearest = d[j], h = cost(i, j) - v[j] - nearest
             for k in hi..<n {
-                let j = columns[k], reduced = cost[i * n + j] - v[j] - h
+                let j = order[k], reduced = cost(i, j) - v[j] - h
                 guard reduced < d[j] else { continue }
                 d[j] = reduced
                 predecessor[j] = i
@@ -206,14 +209,14 @@ private struct JonkerVolgenant {
                         lo -= 1
                         break search
                     }
-                    columns.swapAt(k, hi)
+                    order.swapAt(k, hi)
                     hi += 1
                 }
             }
         }
-        let nearest = d[columns[lo]]
+        let nearest = d[order[lo]]
         for k in 0..<ready {
-            let j = columns[k]
+            let j = order[k]
             v[j] += d[j] - nearest
         }
         var i = -1, j = end

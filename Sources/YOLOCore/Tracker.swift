@@ -30,6 +30,8 @@ public struct ObjectTracker: Sendable {
     /// Ultralytics' `tracked_stracks`, `lost_stracks` and `removed_stracks` (the last 1000
     /// removals, repeats included), as track IDs in Ultralytics' order.
     private var tracked = [Int](), lost = [Int](), removed = [Int]()
+    /// How many times each ID occurs in `removed`: its membership test without a scan.
+    private var removedCount = [Int: Int]()
     private var nextID = 1
 
     /// A tracker with no track yet; its first update is frame 1.
@@ -80,14 +82,12 @@ public struct ObjectTracker: Sendable {
         removedTracks = []
         let high = Float(configuration.trackHighThreshold), low = Float(configuration.trackLowThreshold)
         var detections = [Tracklet](), weak = [Tracklet]()
-        for (i, box) in boxes.enumerated() where box.xyxy.count == 4 {
-            // A box without area would make the xyah aspect ratio infinite.
-            let xywh = box.xywh
-            guard xywh[2] > 0, xywh[3] > 0 else { continue }
+        for (i, box) in boxes.enumerated() {
+            guard let detection = Tracklet(box, index: i) else { continue }
             if box.conf >= high {
-                detections.append(Tracklet(box, index: i))
+                detections.append(detection)
             } else if box.conf > low {
-                weak.append(Tracklet(box, index: i))
+                weak.append(detection)
             }
         }
 
@@ -101,16 +101,16 @@ public struct ObjectTracker: Sendable {
             pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
         }
 
-        let first = assign(distances(candidates, detections), candidates.count, detections.count,
-                           costLimit: configuration.matchThreshold)
+        let first = linearAssignment(distances(candidates, detections), rows: candidates.count, columns: detections.count,
+                                     costLimit: configuration.matchThreshold)
         for (t, d) in first.matches { apply(candidates[t], detections[d]) }
 
         // Tracks still unmatched (not those already lost) try the low-confidence boxes.
         let remaining = first.unmatchedRows.map { candidates[$0] }.filter { pool[$0]!.phase == .tracked }
         var unmatched = Array(remaining.indices)
         if !remaining.isEmpty && !weak.isEmpty {
-            let second = assign(iouDistance(remaining.map { pool[$0]!.xyxy }, weak.map(\.xyxy)), remaining.count, weak.count,
-                                costLimit: 0.5)
+            let second = linearAssignment(iouDistance(remaining.map { pool[$0]!.xyxy }, weak.map(\.xyxy)).map(Double.init),
+                                          rows: remaining.count, columns: weak.count, costLimit: 0.5)
             for (t, d) in second.matches { apply(remaining[t], weak[d]) }
             unmatched = second.unmatchedRows
         }
@@ -123,7 +123,8 @@ public struct ObjectTracker: Sendable {
         let leftover = first.unmatchedColumns.map { detections[$0] }
         var newcomers = Array(leftover.indices)
         if !unconfirmed.isEmpty {
-            let third = assign(distances(unconfirmed, leftover), unconfirmed.count, leftover.count, costLimit: 0.7)
+            let third = linearAssignment(distances(unconfirmed, leftover), rows: unconfirmed.count, columns: leftover.count,
+                                         costLimit: 0.7)
             for (t, d) in third.matches {
                 pool[unconfirmed[t]]!.update(leftover[d], frame: frame, filter: filter, historyLength: historyLength)
                 activated.append(unconfirmed[t])
@@ -144,11 +145,11 @@ public struct ObjectTracker: Sendable {
         // one removed now stays there (and can be found again) for one more frame.
         tracked = joint(joint(tracked.filter { pool[$0]!.phase == .tracked }, activated), refound)
         lost = subtract(lost, tracked) + newlyLost
-        lost = subtract(lost, removed)
+        lost.removeAll { removedCount[$0] != nil }
         removeDuplicates()
-        removed = Array((removed + newlyRemoved).suffix(1000))
+        remember(newlyRemoved)
         let alive = Set(tracked + lost)
-        pool = pool.filter { alive.contains($0.key) }
+        for id in pool.keys.filter({ !alive.contains($0) }) { pool[id] = nil }
 
         let reported = tracked.compactMap { pool[$0] }.filter(\.isActivated)
         if reported.isEmpty {
@@ -156,6 +157,18 @@ public struct ObjectTracker: Sendable {
             return tracked.contains { !pool[$0]!.isActivated } ? ([], []) : (boxes, Array(boxes.indices))
         }
         return (reported.map { $0.box }, reported.map(\.detection))
+    }
+
+    /// Appends to `removed`, keeping its last 1000 entries and `removedCount` in step.
+    private mutating func remember(_ ids: [Int]) {
+        removed += ids
+        for id in ids { removedCount[id, default: 0] += 1 }
+        guard removed.count > 1000 else { return }
+        for id in removed[..<(removed.count - 1000)] {
+            removedCount[id]! -= 1
+            if removedCount[id] == 0 { removedCount[id] = nil }
+        }
+        removed.removeFirst(removed.count - 1000)
     }
 
     private mutating func markRemoved(_ id: Int, _ list: inout [Int]) {
@@ -182,16 +195,17 @@ public struct ObjectTracker: Sendable {
     }
 
     /// `get_dists`: IoU distance, fused with the detections' confidence when `fuseScore`. Rows
-    /// are tracks, columns detections, row-major, in Float32 as NumPy computes them.
-    private func distances(_ ids: [Int], _ detections: [Tracklet]) -> [Float] {
+    /// are tracks, columns detections, row-major, in Float32 as NumPy computes them, then as
+    /// Double as lap takes them.
+    private func distances(_ ids: [Int], _ detections: [Tracklet]) -> [Double] {
         let cost = iouDistance(ids.map { pool[$0]!.xyxy }, detections.map(\.xyxy))
-        guard configuration.fuseScore else { return cost }
-        return cost.indices.map { 1 - (1 - cost[$0]) * detections[$0 % detections.count].score }
-    }
-
-    /// `matching.linear_assignment`: lap takes the Float32 costs as Double.
-    private func assign(_ cost: [Float], _ rows: Int, _ columns: Int, costLimit: Double) -> LinearAssignment {
-        linearAssignment(cost.map(Double.init), rows: rows, columns: columns, costLimit: costLimit)
+        guard configuration.fuseScore, !detections.isEmpty else { return cost.map(Double.init) }
+        var fused = [Double]()
+        fused.reserveCapacity(cost.count)
+        for row in stride(from: 0, to: cost.count, by: detections.count) {
+            for (j, detection) in detections.enumerated() { fused.append(Double(1 - (1 - cost[row + j]) * detection.score)) }
+        }
+        return fused
     }
 
     private func view(_ t: Tracklet) -> Track {
@@ -255,7 +269,7 @@ private struct Tracklet: Sendable {
     /// The filter's form, set by `activate`.
     var form = KalmanFilter.Form.xyah
     /// The detection's box as Ultralytics stores it: top-left x, y, width, height in Float32.
-    var tlwh: [Float]
+    var tlwh: SIMD4<Float>
     var score: Float
     var cls: Int
     var name: String
@@ -265,10 +279,14 @@ private struct Tracklet: Sendable {
     var frame = 0, startFrame = 0
     var history = [SIMD2<Float>]()
 
-    init(_ box: Box, index: Int) {
-        let xywh = box.xywh
+    /// Nil for a box without area, which would make the xyah aspect ratio infinite.
+    init?(_ box: Box, index: Int) {
+        let b = box.xyxy
+        guard b.count == 4 else { return nil }
+        let x = (b[0] + b[2]) / 2, y = (b[1] + b[3]) / 2, w = b[2] - b[0], h = b[3] - b[1]
+        guard w > 0, h > 0 else { return nil }
         // `xywh2ltwh` runs in float64 (the boxes are concatenated with their int64 indices).
-        tlwh = [Float(Double(xywh[0]) - Double(xywh[2]) / 2), Float(Double(xywh[1]) - Double(xywh[3]) / 2), xywh[2], xywh[3]]
+        tlwh = SIMD4(Float(Double(x) - Double(w) / 2), Float(Double(y) - Double(h) / 2), w, h)
         score = box.conf
         cls = box.cls
         name = box.name
@@ -277,18 +295,18 @@ private struct Tracklet: Sendable {
     }
 
     /// The Kalman filter's measurement of `tlwh` (`tlwh_to_xyah` / `tlwh_to_xywh`, Float32).
-    func measurement(_ filter: KalmanFilter) -> [Double] {
+    func measurement(_ filter: KalmanFilter) -> SIMD4<Double> {
         let w = tlwh[2], h = tlwh[3], x = tlwh[0] + w / 2, y = tlwh[1] + h / 2
-        return filter.form == .xyah ? [Double(x), Double(y), Double(w / h), Double(h)] : [Double(x), Double(y), Double(w), Double(h)]
+        return SIMD4(Double(x), Double(y), Double(filter.form == .xyah ? w / h : w), Double(h))
     }
 
     /// x1, y1, x2, y2: the filter's box once activated (Double, rounded to Float32 as
     /// `iou_distance` and the results take it), else the detection's.
-    var xyxy: [Float] {
-        guard let mean = state?.mean else { return [tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]] }
+    var xyxy: SIMD4<Float> {
+        guard let mean = state?.mean else { return SIMD4(tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]) }
         let w = form == .xyah ? mean[2] * mean[3] : mean[2], h = mean[3]
         let x = mean[0] - w / 2, y = mean[1] - h / 2
-        return [Float(x), Float(y), Float(x + w), Float(y + h)]
+        return SIMD4(Float(x), Float(y), Float(x + w), Float(y + h))
     }
 
     /// The box as reported, clipped to the image as `Results.update` does.
@@ -296,9 +314,9 @@ private struct Tracklet: Sendable {
         var b = xyxy
         if originalShape.count >= 2 {
             let w = Float(originalShape[1]), h = Float(originalShape[0])
-            b = [min(max(b[0], 0), w), min(max(b[1], 0), h), min(max(b[2], 0), w), min(max(b[3], 0), h)]
+            b = SIMD4(min(max(b[0], 0), w), min(max(b[1], 0), h), min(max(b[2], 0), w), min(max(b[3], 0), h))
         }
-        return Box(xyxy: b, conf: score, cls: cls, name: name, originalShape: originalShape, id: id)
+        return Box(xyxy: [b[0], b[1], b[2], b[3]], conf: score, cls: cls, name: name, originalShape: originalShape, id: id)
     }
 
     /// Lost tracks keep their position but stop growing (xyah) or changing size (xywh).
@@ -360,15 +378,25 @@ private func subtract(_ a: [Int], _ b: [Int]) -> [Int] {
 
 /// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, in Float32 with
 /// Ultralytics' `bbox_ioa` epsilon 1e-7.
-package func iouDistance(_ a: [[Float]], _ b: [[Float]]) -> [Float] {
-    var out = [Float](repeating: 1, count: a.count * b.count)
-    for (i, p) in a.enumerated() {
-        let areaP = (p[2] - p[0]) * (p[3] - p[1])
-        for (j, q) in b.enumerated() {
-            let inter = max(min(p[2], q[2]) - max(p[0], q[0]), 0) * max(min(p[3], q[3]) - max(p[1], q[1]), 0)
-            let area = (q[2] - q[0]) * (q[3] - q[1]) + areaP - inter
-            out[i * b.count + j] = 1 - inter / (area + 1e-7)
-        }
+package func iouDistance(_ a: [SIMD4<Float>], _ b: [SIMD4<Float>]) -> [Float] {
+    let n = b.count
+    // b's coordinates and areas as columns, so that the inner loop runs on vectors.
+    var columns = [Float](repeating: 0, count: 5 * n)
+    for (j, q) in b.enumerated() {
+        (columns[j], columns[n + j], columns[2 * n + j], columns[3 * n + j]) = (q[0], q[1], q[2], q[3])
+        columns[4 * n + j] = (q[2] - q[0]) * (q[3] - q[1])
     }
-    return out
+    return [Float](unsafeUninitializedCapacity: a.count * n) { out, count in
+        columns.withUnsafeBufferPointer { c in
+            let x1 = c.baseAddress!, y1 = x1 + n, x2 = y1 + n, y2 = x2 + n, area = y2 + n
+            for (i, p) in a.enumerated() {
+                let areaP = (p[2] - p[0]) * (p[3] - p[1]), row = out.baseAddress! + i * n
+                for j in 0..<n {
+                    let inter = max(min(p[2], x2[j]) - max(p[0], x1[j]), 0) * max(min(p[3], y2[j]) - max(p[1], y1[j]), 0)
+                    row[j] = 1 - inter / (area[j] + areaP - inter + 1e-7)
+                }
+            }
+        }
+        count = a.count * n
+    }
 }

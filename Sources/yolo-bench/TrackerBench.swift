@@ -78,7 +78,7 @@ struct TrackerBench: ParsableCommand {
     private func firstAssociationMilliseconds(_ tracks: [Box], _ boxes: [Box],
                                               _ configuration: TrackerConfiguration) -> Double {
         let confident = boxes.filter { $0.conf >= Float(configuration.trackHighThreshold) }
-        var cost = iouDistance(tracks.map(\.xyxy), confident.map(\.xyxy))
+        var cost = iouDistance(tracks.map { SIMD4($0.xyxy) }, confident.map { SIMD4($0.xyxy) })
         if configuration.fuseScore {
             for k in cost.indices { cost[k] = 1 - (1 - cost[k]) * confident[k % confident.count].conf }
         }
