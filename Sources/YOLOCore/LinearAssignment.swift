@@ -91,6 +91,19 @@ private struct JonkerVolgenant {
         return j < columns ? half : 0
     }
 
+    /// Row i's reduced costs `cost(i, j) − v[j]` into `d`, a segment at a time so that the loops
+    /// run on vectors.
+    private func reduce(row i: Int) {
+        if i < rows {
+            let costs = real.baseAddress! + i * columns
+            for j in 0..<columns { d[j] = costs[j] - v[j] }
+        } else {
+            for j in 0..<columns { d[j] = half - v[j] }
+        }
+        let beyond: Double = i < rows ? half : 0
+        for j in columns..<n { d[j] = beyond - v[j] }
+    }
+
     mutating func solve() {
         reduceColumns()
         for _ in 0..<2 where freeCount > 0 { reduceRows() }
@@ -101,13 +114,19 @@ private struct JonkerVolgenant {
     /// lowest minimal row takes it (a row minimal in several columns keeps the last); the free
     /// rows are those that took none.
     private mutating func reduceColumns() {
-        // The rows below the real ones are all alike: after the first, none is strictly lower.
-        for i in 0...rows {
-            for j in 0..<n where cost(i, j) < v[j] {
-                v[j] = cost(i, j)
-                y[j] = i
+        // Row by row, a column takes a strictly lower cost. Rows alike in a column after the
+        // first change nothing there: of the real rows, only row 0 counts in the columns beyond
+        // the real ones (all `half`), and of the rows below, only the first.
+        for i in 0..<rows {
+            let costs = real.baseAddress! + i * columns
+            for j in 0..<columns {
+                let lower = costs[j] < v[j]
+                v[j] = lower ? costs[j] : v[j]
+                y[j] = lower ? i : y[j]
             }
         }
+        for j in columns..<n where half < v[j] { (v[j], y[j]) = (half, 0) }
+        for j in 0..<n where cost(rows, j) < v[j] { (v[j], y[j]) = (cost(rows, j), rows) }
         var unique = [Bool](repeating: true, count: n)
         for j in (0..<n).reversed() {
             let i = y[j]
@@ -119,9 +138,8 @@ private struct JonkerVolgenant {
                 freeCount += 1
             } else if unique[i] {
                 let j = x[i]
-                var least = Double.infinity
-                for k in 0..<n where k != j { least = min(least, cost(i, k) - v[k]) }
-                v[j] -= least
+                reduce(row: i)
+                v[j] -= min(minimum(0..<j), minimum(j + 1..<n))
             }
         }
     }
@@ -135,18 +153,19 @@ private struct JonkerVolgenant {
             rounds += 1
             let row = free[current]
             current += 1
-            var j1 = 0, u1 = cost(row, 0) - v[0], j2 = -1, u2 = Double.infinity
-            for j in 1..<n {
-                let h = cost(row, j) - v[j]
-                guard h < u2 else { continue }
-                if h >= u1 { (u2, j2) = (h, j) } else { (u2, j2, u1, j1) = (u1, j1, h, j) }
-            }
+            // The least reduced cost at its first column, then the least of the others at its
+            // first: the pair a scan keeping the two least (earlier columns winning ties) ends with.
+            reduce(row: row)
+            var j1 = first(minimum(0..<n), in: 0..<n)
+            let before = minimum(0..<j1), after = minimum(j1 + 1..<n)
+            let j2 = before <= after ? first(before, in: 0..<j1) : first(after, in: j1 + 1..<n)
+            let u1 = d[j1], u2 = d[j2]
             var i0 = y[j1]
             let lowered = v[j1] - (u2 - u1), lowers = lowered < v[j1]
             if rounds < current * n {
                 if lowers {
                     v[j1] = lowered
-                } else if i0 >= 0 && j2 >= 0 {
+                } else if i0 >= 0 {
                     j1 = j2
                     i0 = y[j2]
                 }
@@ -169,14 +188,34 @@ private struct JonkerVolgenant {
         freeCount = kept
     }
 
+    /// The least of `d[range]`, +∞ for none. Exact (`d` never holds a NaN), so taken in four
+    /// independent lanes.
+    private func minimum(_ range: Range<Int>) -> Double {
+        var a = Double.infinity, b = a, c = a, e = a, j = range.lowerBound
+        while j + 4 <= range.upperBound {
+            (a, b, c, e) = (min(a, d[j]), min(b, d[j + 1]), min(c, d[j + 2]), min(e, d[j + 3]))
+            j += 4
+        }
+        while j < range.upperBound {
+            a = min(a, d[j])
+            j += 1
+        }
+        return min(min(a, b), min(c, e))
+    }
+
+    /// The first column of `range` whose `d` is `value`.
+    private func first(_ value: Double, in range: Range<Int>) -> Int {
+        range.first { d[$0] == value }!
+    }
+
     /// Dijkstra's shortest path from a free row to a free column over reduced costs, then the
     /// assignments along it flipped.
     private func augment(from start: Int) {
         for j in 0..<n {
             order[j] = j
             predecessor[j] = start
-            d[j] = cost(start, j) - v[j]
         }
+        reduce(row: start)
         // order[..<lo]: done; order[lo..<hi]: at the current minimum distance, to scan.
         var lo = 0, hi = 0, ready = 0, end = -1
         search: while true {

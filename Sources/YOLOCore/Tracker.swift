@@ -26,7 +26,7 @@ public struct ObjectTracker: Sendable {
 
     private let filter: KalmanFilter
     /// Every track in `tracked` or `lost`, by ID.
-    private var pool = [Int: Tracklet]()
+    private var pool = TrackPool()
     /// Ultralytics' `tracked_stracks`, `lost_stracks` and `removed_stracks` (the last 1000
     /// removals, repeats included), as track IDs in Ultralytics' order.
     private var tracked = [Int](), lost = [Int](), removed = [Int]()
@@ -50,7 +50,7 @@ public struct ObjectTracker: Sendable {
     /// The tracks alive after the last update (tentative, confirmed, lost), in Ultralytics' order:
     /// tracked ones first.
     public var tracks: [Track] {
-        (tracked + lost).compactMap { pool[$0] }.filter { $0.phase != .removed }.map(view)
+        (tracked + lost).map { pool[$0] }.filter { $0.phase != .removed }.map(view)
     }
 
     /// Tracks the boxes of the next frame and returns what Ultralytics reports for it: the
@@ -91,14 +91,14 @@ public struct ObjectTracker: Sendable {
             }
         }
 
-        let unconfirmed = tracked.filter { !pool[$0]!.isActivated }
-        let candidates = joint(tracked.filter { pool[$0]!.isActivated }, lost)
-        for id in candidates { pool[id]!.predict(filter) }
+        let unconfirmed = tracked.filter { !pool[$0].isActivated }
+        let candidates = joint(tracked.filter { pool[$0].isActivated }, lost)
+        for id in candidates { pool[id].predict(filter) }
         var activated = [Int](), refound = [Int](), newlyLost = [Int](), newlyRemoved = [Int]()
         // A tracked track is updated, a lost one found again (`update`, `re_activate`).
         func apply(_ id: Int, _ detection: Tracklet) {
-            if pool[id]!.phase == .tracked { activated.append(id) } else { refound.append(id) }
-            pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
+            if pool[id].phase == .tracked { activated.append(id) } else { refound.append(id) }
+            pool[id].update(detection, frame: frame, filter: filter, historyLength: historyLength)
         }
 
         let first = linearAssignment(distances(candidates, detections), rows: candidates.count, columns: detections.count,
@@ -106,16 +106,16 @@ public struct ObjectTracker: Sendable {
         for (t, d) in first.matches { apply(candidates[t], detections[d]) }
 
         // Tracks still unmatched (not those already lost) try the low-confidence boxes.
-        let remaining = first.unmatchedRows.map { candidates[$0] }.filter { pool[$0]!.phase == .tracked }
+        let remaining = first.unmatchedRows.map { candidates[$0] }.filter { pool[$0].phase == .tracked }
         var unmatched = Array(remaining.indices)
         if !remaining.isEmpty && !weak.isEmpty {
-            let second = linearAssignment(iouDistance(remaining.map { pool[$0]!.xyxy }, weak.map(\.xyxy)).map(Double.init),
+            let second = linearAssignment(iouDistance(remaining.map { pool[$0].xyxy }, weak.map(\.xyxy)).map(Double.init),
                                           rows: remaining.count, columns: weak.count, costLimit: 0.5)
             for (t, d) in second.matches { apply(remaining[t], weak[d]) }
             unmatched = second.unmatchedRows
         }
         for t in unmatched {
-            pool[remaining[t]]!.phase = .lost
+            pool[remaining[t]].phase = .lost
             newlyLost.append(remaining[t])
         }
 
@@ -126,7 +126,7 @@ public struct ObjectTracker: Sendable {
             let third = linearAssignment(distances(unconfirmed, leftover), rows: unconfirmed.count, columns: leftover.count,
                                          costLimit: 0.7)
             for (t, d) in third.matches {
-                pool[unconfirmed[t]]!.update(leftover[d], frame: frame, filter: filter, historyLength: historyLength)
+                pool[unconfirmed[t]].update(leftover[d], frame: frame, filter: filter, historyLength: historyLength)
                 activated.append(unconfirmed[t])
             }
             for t in third.unmatchedRows { markRemoved(unconfirmed[t], &newlyRemoved) }
@@ -135,28 +135,28 @@ public struct ObjectTracker: Sendable {
         for d in newcomers where leftover[d].score >= Float(configuration.newTrackThreshold) {
             var track = leftover[d]
             track.activate(id: nextID, frame: frame, filter: filter, historyLength: historyLength)
-            pool[nextID] = track
+            pool.insert(track)
             activated.append(nextID)
             nextID += 1
         }
-        for id in lost where frame - pool[id]!.frame > configuration.trackBuffer { markRemoved(id, &newlyRemoved) }
+        for id in lost where frame - pool[id].frame > configuration.trackBuffer { markRemoved(id, &newlyRemoved) }
 
         // Ultralytics' merge_track_pools. `lost` loses the tracks removed in earlier frames only:
         // one removed now stays there (and can be found again) for one more frame.
-        tracked = joint(joint(tracked.filter { pool[$0]!.phase == .tracked }, activated), refound)
+        tracked = joint(joint(tracked.filter { pool[$0].phase == .tracked }, activated), refound)
         lost = subtract(lost, tracked) + newlyLost
         lost.removeAll { removedCount[$0] != nil }
         removeDuplicates()
         remember(newlyRemoved)
         let alive = Set(tracked + lost)
-        for id in pool.keys.filter({ !alive.contains($0) }) { pool[id] = nil }
+        pool.keep(alive)
 
-        let reported = tracked.compactMap { pool[$0] }.filter(\.isActivated)
+        let reported = tracked.filter { pool[$0].isActivated }
         if reported.isEmpty {
             // Ultralytics hides a frame's boxes while a new track waits for confirmation.
-            return tracked.contains { !pool[$0]!.isActivated } ? ([], []) : (boxes, Array(boxes.indices))
+            return tracked.isEmpty ? (boxes, Array(boxes.indices)) : ([], [])
         }
-        return (reported.map { $0.box }, reported.map(\.detection))
+        return (reported.map { pool[$0].box }, reported.map { pool[$0].detection })
     }
 
     /// Appends to `removed`, keeping its last 1000 entries and `removedCount` in step.
@@ -172,9 +172,9 @@ public struct ObjectTracker: Sendable {
     }
 
     private mutating func markRemoved(_ id: Int, _ list: inout [Int]) {
-        if pool[id]!.phase != .removed {
-            pool[id]!.phase = .removed
-            removedTracks.append(view(pool[id]!))
+        if pool[id].phase != .removed {
+            pool[id].phase = .removed
+            removedTracks.append(view(pool[id]))
         }
         list.append(id)
     }
@@ -182,11 +182,11 @@ public struct ObjectTracker: Sendable {
     /// Ultralytics' `remove_duplicate_stracks`: of a tracked and a lost track closer than IoU
     /// 0.85, the one tracked for fewer frames goes.
     private mutating func removeDuplicates() {
-        let distance = iouDistance(tracked.map { pool[$0]!.xyxy }, lost.map { pool[$0]!.xyxy })
+        let distance = iouDistance(tracked.map { pool[$0].xyxy }, lost.map { pool[$0].xyxy })
         var dropTracked = Set<Int>(), dropLost = Set<Int>()
         for p in tracked.indices {
             for q in lost.indices where distance[p * lost.count + q] < 0.15 {
-                let a = pool[tracked[p]]!, b = pool[lost[q]]!
+                let a = pool[tracked[p]], b = pool[lost[q]]
                 if a.frame - a.startFrame > b.frame - b.startFrame { dropLost.insert(q) } else { dropTracked.insert(p) }
             }
         }
@@ -198,12 +198,13 @@ public struct ObjectTracker: Sendable {
     /// are tracks, columns detections, row-major, in Float32 as NumPy computes them, then as
     /// Double as lap takes them.
     private func distances(_ ids: [Int], _ detections: [Tracklet]) -> [Double] {
-        let cost = iouDistance(ids.map { pool[$0]!.xyxy }, detections.map(\.xyxy))
+        let cost = iouDistance(ids.map { pool[$0].xyxy }, detections.map(\.xyxy))
         guard configuration.fuseScore, !detections.isEmpty else { return cost.map(Double.init) }
+        let scores = detections.map(\.score)
         var fused = [Double]()
         fused.reserveCapacity(cost.count)
-        for row in stride(from: 0, to: cost.count, by: detections.count) {
-            for (j, detection) in detections.enumerated() { fused.append(Double(1 - (1 - cost[row + j]) * detection.score)) }
+        for row in stride(from: 0, to: cost.count, by: scores.count) {
+            for (j, score) in scores.enumerated() { fused.append(Double(1 - (1 - cost[row + j]) * score)) }
         }
         return fused
     }
@@ -361,6 +362,34 @@ private struct Tracklet: Sendable {
         let b = xyxy
         history.append(SIMD2((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
         if history.count > historyLength { history.removeFirst(history.count - max(historyLength, 0)) }
+    }
+}
+
+/// Tracklets by ID, stored contiguously: reading a field does not copy a whole tracklet out
+/// as a dictionary of them would.
+private struct TrackPool {
+    private var tracklets = [Tracklet]()
+    private var slots = [Int: Int]()
+
+    subscript(id: Int) -> Tracklet {
+        _read { yield tracklets[slots[id]!] }
+        _modify { yield &tracklets[slots[id]!] }
+    }
+
+    mutating func insert(_ tracklet: Tracklet) {
+        slots[tracklet.id] = tracklets.count
+        tracklets.append(tracklet)
+    }
+
+    /// Drops every tracklet whose ID is not in `ids`, the last one moving into its slot.
+    mutating func keep(_ ids: Set<Int>) {
+        for id in tracklets.compactMap({ ids.contains($0.id) ? nil : $0.id }) {
+            let slot = slots.removeValue(forKey: id)!, last = tracklets.removeLast()
+            if slot < tracklets.count {
+                slots[last.id] = slot
+                tracklets[slot] = last
+            }
+        }
     }
 }
 
