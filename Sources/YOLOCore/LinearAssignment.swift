@@ -155,10 +155,17 @@ private struct JonkerVolgenant {
             current += 1
             // The least reduced cost at its first column, then the least of the others at its
             // first: the pair a scan keeping the two least (earlier columns winning ties) ends with.
+            // A tie for the least is the second; the columns before the first are all greater.
             reduce(row: row)
-            var j1 = first(minimum(0..<n), in: 0..<n)
-            let before = minimum(0..<j1), after = minimum(j1 + 1..<n)
-            let j2 = before <= after ? first(before, in: 0..<j1) : first(after, in: j1 + 1..<n)
+            let least = minimum(0..<n)
+            var j1 = first(least, in: 0..<n)
+            let j2: Int
+            if let tie = (j1 + 1..<n).first(where: { d[$0] == least }) {
+                j2 = tie
+            } else {
+                let before = minimum(0..<j1), after = minimum(j1 + 1..<n)
+                j2 = before <= after ? first(before, in: 0..<j1) : first(after, in: j1 + 1..<n)
+            }
             let u1 = d[j1], u2 = d[j2]
             var i0 = y[j1]
             let lowered = v[j1] - (u2 - u1), lowers = lowered < v[j1]

@@ -201,12 +201,12 @@ public struct ObjectTracker: Sendable {
         let cost = iouDistance(ids.map { pool[$0].xyxy }, detections.map(\.xyxy))
         guard configuration.fuseScore, !detections.isEmpty else { return cost.map(Double.init) }
         let scores = detections.map(\.score)
-        var fused = [Double]()
-        fused.reserveCapacity(cost.count)
-        for row in stride(from: 0, to: cost.count, by: scores.count) {
-            for (j, score) in scores.enumerated() { fused.append(Double(1 - (1 - cost[row + j]) * score)) }
+        return [Double](unsafeUninitializedCapacity: cost.count) { fused, count in
+            for row in stride(from: 0, to: cost.count, by: scores.count) {
+                for j in scores.indices { fused[row + j] = Double(1 - (1 - cost[row + j]) * scores[j]) }
+            }
+            count = cost.count
         }
-        return fused
     }
 
     private func view(_ t: Tracklet) -> Track {
@@ -365,31 +365,53 @@ private struct Tracklet: Sendable {
     }
 }
 
-/// Tracklets by ID, stored contiguously: reading a field does not copy a whole tracklet out
-/// as a dictionary of them would.
+/// Tracklets by ID, stored contiguously (reading a field copies no whole tracklet) and found
+/// through an open-addressing table indexed by `id & mask`: IDs are consecutive, so they
+/// spread evenly without hashing.
 private struct TrackPool {
     private var tracklets = [Tracklet]()
-    private var slots = [Int: Int]()
+    /// The slot in `tracklets` of the ID at `ids[k]`; ID 0 (never given) marks a free entry.
+    private var ids = [Int](repeating: 0, count: 64), slots = [Int](repeating: 0, count: 64)
 
     subscript(id: Int) -> Tracklet {
-        _read { yield tracklets[slots[id]!] }
-        _modify { yield &tracklets[slots[id]!] }
+        _read { yield tracklets[slot(of: id)] }
+        _modify { yield &tracklets[slot(of: id)] }
+    }
+
+    private func slot(of id: Int) -> Int {
+        let mask = ids.count - 1
+        var k = id & mask
+        while ids[k] != id {
+            precondition(ids[k] != 0, "track \(id) is not in the pool")
+            k = (k + 1) & mask
+        }
+        return slots[k]
     }
 
     mutating func insert(_ tracklet: Tracklet) {
-        slots[tracklet.id] = tracklets.count
         tracklets.append(tracklet)
+        // At most half full, so that probes stay short.
+        if 2 * tracklets.count > ids.count { index(capacity: 2 * ids.count) } else { enter(tracklets.count - 1) }
     }
 
-    /// Drops every tracklet whose ID is not in `ids`, the last one moving into its slot.
-    mutating func keep(_ ids: Set<Int>) {
-        for id in tracklets.compactMap({ ids.contains($0.id) ? nil : $0.id }) {
-            let slot = slots.removeValue(forKey: id)!, last = tracklets.removeLast()
-            if slot < tracklets.count {
-                slots[last.id] = slot
-                tracklets[slot] = last
-            }
-        }
+    /// Drops every tracklet whose ID is not in `alive`.
+    mutating func keep(_ alive: Set<Int>) {
+        let count = tracklets.count
+        tracklets.removeAll { !alive.contains($0.id) }
+        if tracklets.count != count { index(capacity: ids.count) }
+    }
+
+    private mutating func index(capacity: Int) {
+        ids = [Int](repeating: 0, count: capacity)
+        slots = [Int](repeating: 0, count: capacity)
+        for slot in tracklets.indices { enter(slot) }
+    }
+
+    private mutating func enter(_ slot: Int) {
+        let id = tracklets[slot].id, mask = ids.count - 1
+        var k = id & mask
+        while ids[k] != 0 { k = (k + 1) & mask }
+        (ids[k], slots[k]) = (id, slot)
     }
 }
 
