@@ -92,7 +92,7 @@ public struct ObjectTracker: Sendable {
         }
 
         let unconfirmed = tracked.filter { !pool[$0].isActivated }
-        let candidates = joint(tracked.filter { pool[$0].isActivated }, lost)
+        let candidates = pool.joint(tracked.filter { pool[$0].isActivated }, lost)
         for id in candidates { pool[id].predict(filter) }
         var activated = [Int](), refound = [Int](), newlyLost = [Int](), newlyRemoved = [Int]()
         // A tracked track is updated, a lost one found again (`update`, `re_activate`).
@@ -143,13 +143,12 @@ public struct ObjectTracker: Sendable {
 
         // Ultralytics' merge_track_pools. `lost` loses the tracks removed in earlier frames only:
         // one removed now stays there (and can be found again) for one more frame.
-        tracked = joint(joint(tracked.filter { pool[$0].phase == .tracked }, activated), refound)
-        lost = subtract(lost, tracked) + newlyLost
+        tracked = pool.joint(pool.joint(tracked.filter { pool[$0].phase == .tracked }, activated), refound)
+        lost = pool.subtract(lost, tracked) + newlyLost
         lost.removeAll { removedCount[$0] != nil }
         removeDuplicates()
         remember(newlyRemoved)
-        let alive = Set(tracked + lost)
-        pool.keep(alive)
+        pool.keep(tracked + lost)
 
         let reported = tracked.filter { pool[$0].isActivated }
         if reported.isEmpty {
@@ -279,6 +278,8 @@ private struct Tracklet: Sendable {
     var detection: Int
     var frame = 0, startFrame = 0
     var history = [SIMD2<Float>]()
+    /// `TrackPool`'s set membership stamp.
+    var mark = 0
 
     /// Nil for a box without area, which would make the xyah aspect ratio infinite.
     init?(_ box: Box, index: Int) {
@@ -372,6 +373,8 @@ private struct TrackPool {
     private var tracklets = [Tracklet]()
     /// The slot in `tracklets` of the ID at `ids[k]`; ID 0 (never given) marks a free entry.
     private var ids = [Int](repeating: 0, count: 64), slots = [Int](repeating: 0, count: 64)
+    /// The last `mark`; a tracklet whose `mark` equals it is in the set last marked.
+    private var stamp = 0
 
     subscript(id: Int) -> Tracklet {
         _read { yield tracklets[slot(of: id)] }
@@ -395,10 +398,29 @@ private struct TrackPool {
     }
 
     /// Drops every tracklet whose ID is not in `alive`.
-    mutating func keep(_ alive: Set<Int>) {
+    mutating func keep(_ alive: [Int]) {
+        mark(alive)
         let count = tracklets.count
-        tracklets.removeAll { !alive.contains($0.id) }
+        tracklets.removeAll { $0.mark != stamp }
         if tracklets.count != count { index(capacity: ids.count) }
+    }
+
+    /// Ultralytics' `joint_stracks`: `a`, then the IDs of `b` not in `a`.
+    mutating func joint(_ a: [Int], _ b: [Int]) -> [Int] {
+        mark(a)
+        return a + b.filter { self[$0].mark != stamp }
+    }
+
+    /// Ultralytics' `sub_stracks`: the IDs of `a` not in `b`.
+    mutating func subtract(_ a: [Int], _ b: [Int]) -> [Int] {
+        mark(b)
+        return a.filter { self[$0].mark != stamp }
+    }
+
+    /// Stamps the tracklets of `ids` with a new `stamp`: set membership without hashing.
+    private mutating func mark(_ ids: [Int]) {
+        stamp += 1
+        for id in ids { self[id].mark = stamp }
     }
 
     private mutating func index(capacity: Int) {
@@ -415,17 +437,7 @@ private struct TrackPool {
     }
 }
 
-/// Ultralytics' `joint_stracks`: `a`, then the IDs of `b` not in `a`.
-private func joint(_ a: [Int], _ b: [Int]) -> [Int] {
-    let seen = Set(a)
-    return a + b.filter { !seen.contains($0) }
-}
 
-/// Ultralytics' `sub_stracks`: the IDs of `a` not in `b`.
-private func subtract(_ a: [Int], _ b: [Int]) -> [Int] {
-    let drop = Set(b)
-    return a.filter { !drop.contains($0) }
-}
 
 /// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, in Float32 with
 /// Ultralytics' `bbox_ioa` epsilon 1e-7.
