@@ -1,6 +1,11 @@
 /// Ultralytics' constant-velocity Kalman filter for boxes (`trackers/utils/kalman_filter.py`), in
 /// Double as its NumPy float64: 8 states, the 4 measured box values then their velocities, with
 /// noise proportional to the box size.
+///
+/// F, H, Q and R never couple one measured value with another, so the covariance stays 4
+/// independent 2 × 2 blocks (value k with its velocity k + 4) and every step runs on those
+/// blocks alone, lane k of each SIMD4. The entries outside them would only add exact zeros to
+/// the full products, so the blocks hold the same numbers the 8 × 8 products give.
 package struct KalmanFilter: Sendable, Equatable {
     /// What the 4 measured values are.
     package enum Form: Sendable, Equatable {
@@ -10,10 +15,24 @@ package struct KalmanFilter: Sendable, Equatable {
         case xywh
     }
 
-    /// A Gaussian over the 8 states: `mean` [8], `covariance` [8 × 8] row-major.
+    /// A Gaussian over the 8 states.
     package struct State: Sendable, Equatable {
-        package var mean: [Double]
-        package var covariance: [Double]
+        /// The 4 measured values, then their velocities.
+        package var mean: SIMD8<Double>
+        /// Lane k of each: P[k, k], P[k, k + 4], P[k + 4, k], P[k + 4, k + 4].
+        var valueVariance, valueVelocity, velocityValue, velocityVariance: SIMD4<Double>
+
+        /// The covariance, 8 × 8 row-major.
+        package var covariance: [Double] {
+            var p = [Double](repeating: 0, count: 64)
+            for k in 0..<4 {
+                p[k * 9] = valueVariance[k]
+                p[k * 8 + k + 4] = valueVelocity[k]
+                p[(k + 4) * 8 + k] = velocityValue[k]
+                p[(k + 4) * 9] = velocityVariance[k]
+            }
+            return p
+        }
     }
 
     package let form: Form
@@ -23,103 +42,50 @@ package struct KalmanFilter: Sendable, Equatable {
 
     /// Standard deviations of the 4 measured values for `box` (x, y, a or w, h): `weight` times
     /// the height (xyah) or the matching side (xywh); `constant` for the aspect ratio.
-    private func deviations(_ box: ArraySlice<Double>, weight: Double, constant: Double) -> [Double] {
-        let w = box[box.startIndex + 2], h = box[box.startIndex + 3]
+    private func deviations(_ box: SIMD4<Double>, weight: Double, constant: Double) -> SIMD4<Double> {
+        let w = box[2], h = box[3]
         switch form {
-        case .xyah: return [weight * h, weight * h, constant, weight * h]
-        case .xywh: return [weight * w, weight * h, weight * w, weight * h]
+        case .xyah: return SIMD4(weight * h, weight * h, constant, weight * h)
+        case .xywh: return SIMD4(weight * w, weight * h, weight * w, weight * h)
         }
     }
 
-    /// A new track from its first measurement [4]: zero velocity, uncertainty from its size.
-    package func initiate(_ measurement: [Double]) -> State {
-        let m = measurement[...]
-        let std = deviations(m, weight: 2 * Self.positionWeight, constant: 1e-2)
-            + deviations(m, weight: 10 * Self.velocityWeight, constant: 1e-5)
-        var covariance = [Double](repeating: 0, count: 64)
-        for k in 0..<8 { covariance[k * 9] = std[k] * std[k] }
-        return State(mean: measurement + [0, 0, 0, 0], covariance: covariance)
+    /// A new track from its first measurement: zero velocity, uncertainty from its size.
+    package func initiate(_ measurement: SIMD4<Double>) -> State {
+        let value = deviations(measurement, weight: 2 * Self.positionWeight, constant: 1e-2)
+        let velocity = deviations(measurement, weight: 10 * Self.velocityWeight, constant: 1e-5)
+        return State(mean: SIMD8(lowHalf: measurement, highHalf: .zero), valueVariance: value * value,
+                     valueVelocity: .zero, velocityValue: .zero, velocityVariance: velocity * velocity)
     }
 
     /// One frame ahead: `mean = F mean`, `covariance = F P Fᵀ + Q` with F adding each velocity to
-    /// its value and Q from the predicted box's size before the step.
+    /// its value and Q from the box's size before the step.
     package func predict(_ s: State) -> State {
-        let box = s.mean[0..<4]
-        let std = deviations(box, weight: Self.positionWeight, constant: 1e-2)
-            + deviations(box, weight: Self.velocityWeight, constant: 1e-5)
-        var mean = s.mean
-        for k in 0..<4 { mean[k] += s.mean[k + 4] }
-        // F P, then (F P) Fᵀ as multi_predict orders it: F adds the lower rows to the upper ones,
-        // Fᵀ the right columns to the left ones (the same sums as NumPy's products).
-        var covariance = s.covariance
-        for r in 0..<4 { for c in 0..<8 { covariance[r * 8 + c] += s.covariance[(r + 4) * 8 + c] } }
-        for r in 0..<8 { for c in 0..<4 { covariance[r * 8 + c] += covariance[r * 8 + c + 4] } }
-        for k in 0..<8 { covariance[k * 9] += std[k] * std[k] }
-        return State(mean: mean, covariance: covariance)
+        let box = s.mean.lowHalf
+        let value = deviations(box, weight: Self.positionWeight, constant: 1e-2)
+        let velocity = deviations(box, weight: Self.velocityWeight, constant: 1e-5)
+        // F P adds the velocity rows to the value rows, then (F P) Fᵀ the velocity columns to
+        // the value columns, in multi_predict's order.
+        return State(mean: SIMD8(lowHalf: box + s.mean.highHalf, highHalf: s.mean.highHalf),
+                     valueVariance: ((s.valueVariance + s.velocityValue) + (s.valueVelocity + s.velocityVariance)) + value * value,
+                     valueVelocity: s.valueVelocity + s.velocityVariance,
+                     velocityValue: s.velocityValue + s.velocityVariance,
+                     velocityVariance: s.velocityVariance + velocity * velocity)
     }
 
-    /// Corrects `s` with a measurement [4]: gain `K = P Hᵀ S⁻¹` (solved, not inverted) with the
-    /// innovation covariance `S = H P Hᵀ + R`, `mean += K (z − H mean)`, `P −= K S Kᵀ`.
-    package func update(_ s: State, measurement: [Double]) -> State {
-        let std = deviations(s.mean[0..<4], weight: Self.positionWeight, constant: 1e-1)
-        var projected = [Double](repeating: 0, count: 16)
-        for r in 0..<4 { for c in 0..<4 { projected[r * 4 + c] = s.covariance[r * 8 + c] } }
-        for k in 0..<4 { projected[k * 5] += std[k] * std[k] }
-        // P Hᵀ is P's first 4 columns; Kᵀ solves S Kᵀ = (P Hᵀ)ᵀ.
-        var crossT = [Double](repeating: 0, count: 32)
-        for r in 0..<8 { for c in 0..<4 { crossT[c * 8 + r] = s.covariance[r * 8 + c] } }
-        let gain = transpose(solve(projected, crossT, 4, 8), 4, 8)
-        var mean = s.mean
-        for r in 0..<8 {
-            for k in 0..<4 { mean[r] += (measurement[k] - s.mean[k]) * gain[r * 4 + k] }
-        }
-        let correction = multiply(multiply(gain, projected, 8, 4, 4), transpose(gain, 8, 4), 8, 4, 8)
-        return State(mean: mean, covariance: zip(s.covariance, correction).map { $0 - $1 })
+    /// Corrects `s` with a measurement: gain `K = P Hᵀ S⁻¹` with the innovation covariance
+    /// `S = H P Hᵀ + R` (diagonal), `mean += K (z − H mean)`, `P −= (K S) Kᵀ`.
+    package func update(_ s: State, measurement: SIMD4<Double>) -> State {
+        let std = deviations(s.mean.lowHalf, weight: Self.positionWeight, constant: 1e-1)
+        let innovationVariance = s.valueVariance + std * std
+        let valueGain = s.valueVariance / innovationVariance, velocityGain = s.velocityValue / innovationVariance
+        let innovation = measurement - s.mean.lowHalf
+        let scaledValue = valueGain * innovationVariance, scaledVelocity = velocityGain * innovationVariance
+        return State(mean: SIMD8(lowHalf: s.mean.lowHalf + innovation * valueGain,
+                                 highHalf: s.mean.highHalf + innovation * velocityGain),
+                     valueVariance: s.valueVariance - scaledValue * valueGain,
+                     valueVelocity: s.valueVelocity - scaledValue * velocityGain,
+                     velocityValue: s.velocityValue - scaledVelocity * valueGain,
+                     velocityVariance: s.velocityVariance - scaledVelocity * velocityGain)
     }
-}
-
-/// `a` [n × k] times `b` [k × m], row-major.
-private func multiply(_ a: [Double], _ b: [Double], _ n: Int, _ k: Int, _ m: Int) -> [Double] {
-    var out = [Double](repeating: 0, count: n * m)
-    for r in 0..<n {
-        for c in 0..<m {
-            var sum = 0.0
-            for i in 0..<k { sum += a[r * k + i] * b[i * m + c] }
-            out[r * m + c] = sum
-        }
-    }
-    return out
-}
-
-/// `a` [n × m] → [m × n].
-private func transpose(_ a: [Double], _ n: Int, _ m: Int) -> [Double] {
-    var out = [Double](repeating: 0, count: n * m)
-    for r in 0..<n { for c in 0..<m { out[c * n + r] = a[r * m + c] } }
-    return out
-}
-
-/// X with `a X = b` for `a` [n × n], `b` [n × m]: Gaussian elimination with partial pivoting,
-/// as LAPACK's `gesv` behind `np.linalg.solve`.
-private func solve(_ a: [Double], _ b: [Double], _ n: Int, _ m: Int) -> [Double] {
-    var a = a, b = b
-    for col in 0..<n {
-        let pivot = (col..<n).max { abs(a[$0 * n + col]) < abs(a[$1 * n + col]) }!
-        if pivot != col {
-            for c in 0..<n { a.swapAt(col * n + c, pivot * n + c) }
-            for c in 0..<m { b.swapAt(col * m + c, pivot * m + c) }
-        }
-        for r in col + 1..<n {
-            let f = a[r * n + col] / a[col * n + col]
-            for c in col..<n { a[r * n + c] -= f * a[col * n + c] }
-            for c in 0..<m { b[r * m + c] -= f * b[col * m + c] }
-        }
-    }
-    for r in stride(from: n - 1, through: 0, by: -1) {
-        for c in 0..<m {
-            var sum = b[r * m + c]
-            for k in r + 1..<n { sum -= a[r * n + k] * b[k * m + c] }
-            b[r * m + c] = sum / a[r * n + r]
-        }
-    }
-    return b
 }

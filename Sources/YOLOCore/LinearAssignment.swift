@@ -32,33 +32,28 @@ package func linearAssignment(_ cost: [Double], rows: Int, columns: Int, costLim
     guard rows > 0, columns > 0 else {
         return LinearAssignment(matches: [], unmatchedRows: Array(0..<rows), unmatchedColumns: Array(0..<columns))
     }
-    let n = rows + columns, never = 2 * abs(costLimit) + 1
-    var solver = JonkerVolgenant(n: n)
+    let never = 2 * abs(costLimit) + 1
+    var solver = JonkerVolgenant(rows: rows, columns: columns, half: costLimit / 2)
     defer { solver.deallocate() }
-    solver.cost.initialize(repeating: costLimit / 2)
-    for i in 0..<rows {
-        for j in 0..<columns {
-            let c = cost[i * columns + j]
-            solver.cost[i * n + j] = c.isFinite ? c : never
-        }
-    }
-    for i in rows..<n {
-        for j in columns..<n { solver.cost[i * n + j] = 0 }
-    }
+    for k in cost.indices { solver.real[k] = cost[k].isFinite ? cost[k] : never }
     solver.solve()
-    let columnOfRow = (0..<rows).map { solver.x[$0] < columns ? solver.x[$0] : -1 }
-    let rowOfColumn = (0..<columns).map { solver.y[$0] < rows ? solver.y[$0] : -1 }
-    return LinearAssignment(
-        matches: columnOfRow.indices.compactMap { r in columnOfRow[r] >= 0 ? (r, columnOfRow[r]) : nil },
-        unmatchedRows: columnOfRow.indices.filter { columnOfRow[$0] < 0 },
-        unmatchedColumns: rowOfColumn.indices.filter { rowOfColumn[$0] < 0 })
+    var matches = [(row: Int, column: Int)](), unmatchedRows = [Int](), unmatchedColumns = [Int]()
+    matches.reserveCapacity(min(rows, columns))
+    for r in 0..<rows {
+        if (0..<columns).contains(solver.x[r]) { matches.append((r, solver.x[r])) } else { unmatchedRows.append(r) }
+    }
+    for c in 0..<columns where !(0..<rows).contains(solver.y[c]) { unmatchedColumns.append(c) }
+    return LinearAssignment(matches: matches, unmatchedRows: unmatchedRows, unmatchedColumns: unmatchedColumns)
 }
 
-/// The Jonker–Volgenant shortest-augmenting-path algorithm on a square `n × n` cost matrix
-/// (row-major), in the order lap runs its steps. Its buffers are allocated once per problem.
+/// The Jonker–Volgenant shortest-augmenting-path algorithm on lap's extended square matrix of
+/// side n = rows + columns, in the order lap runs its steps. Only the real `rows × columns`
+/// block is stored: every other entry is `half` (beside and below it) or 0 (the opposite
+/// corner), read through `cost(_:_:)`. Its buffers are allocated once per problem.
 private struct JonkerVolgenant {
-    let n: Int
-    let cost: UnsafeMutableBufferPointer<Double>
+    let rows: Int, columns: Int, n: Int, half: Double
+    /// The real costs, `rows × columns` row-major.
+    let real: UnsafeMutableBufferPointer<Double>
     /// The column of each row and the row of each column (-1: none), and the column potentials.
     let x: UnsafeMutableBufferPointer<Int>, y: UnsafeMutableBufferPointer<Int>, v: UnsafeMutableBufferPointer<Double>
     /// Rows without a column, `free[..<freeCount]`.
@@ -66,12 +61,13 @@ private struct JonkerVolgenant {
     var freeCount = 0
     /// The shortest-path search's columns in order (done, to scan, to do), predecessor rows and
     /// distances.
-    let columns: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
+    let order: UnsafeMutableBufferPointer<Int>, predecessor: UnsafeMutableBufferPointer<Int>
     let d: UnsafeMutableBufferPointer<Double>
 
-    init(n: Int) {
-        self.n = n
-        cost = .allocate(capacity: n * n)
+    init(rows: Int, columns: Int, half: Double) {
+        (self.rows, self.columns, self.half) = (rows, columns, half)
+        n = rows + columns
+        real = .allocate(capacity: rows * columns)
         x = .allocate(capacity: n)
         x.initialize(repeating: -1)
         y = .allocate(capacity: n)
@@ -79,14 +75,33 @@ private struct JonkerVolgenant {
         v = .allocate(capacity: n)
         v.initialize(repeating: .infinity)
         free = .allocate(capacity: n)
-        columns = .allocate(capacity: n)
+        order = .allocate(capacity: n)
         predecessor = .allocate(capacity: n)
         d = .allocate(capacity: n)
     }
 
     func deallocate() {
-        for buffer in [x, y, free, columns, predecessor] { buffer.deallocate() }
-        for buffer in [cost, v, d] { buffer.deallocate() }
+        for buffer in [x, y, free, order, predecessor] { buffer.deallocate() }
+        for buffer in [real, v, d] { buffer.deallocate() }
+    }
+
+    /// Entry (i, j) of the extended matrix.
+    @inline(__always) private func cost(_ i: Int, _ j: Int) -> Double {
+        if i < rows { return j < columns ? real[i * columns + j] : half }
+        return j < columns ? half : 0
+    }
+
+    /// Row i's reduced costs `cost(i, j) − v[j]` into `d`, a segment at a time so that the loops
+    /// run on vectors.
+    private func reduce(row i: Int) {
+        if i < rows {
+            let costs = real.baseAddress! + i * columns
+            for j in 0..<columns { d[j] = costs[j] - v[j] }
+        } else {
+            for j in 0..<columns { d[j] = half - v[j] }
+        }
+        let beyond: Double = i < rows ? half : 0
+        for j in columns..<n { d[j] = beyond - v[j] }
     }
 
     mutating func solve() {
@@ -99,12 +114,19 @@ private struct JonkerVolgenant {
     /// lowest minimal row takes it (a row minimal in several columns keeps the last); the free
     /// rows are those that took none.
     private mutating func reduceColumns() {
-        for i in 0..<n {
-            for j in 0..<n where cost[i * n + j] < v[j] {
-                v[j] = cost[i * n + j]
-                y[j] = i
+        // Row by row, a column takes a strictly lower cost. Rows alike in a column after the
+        // first change nothing there: of the real rows, only row 0 counts in the columns beyond
+        // the real ones (all `half`), and of the rows below, only the first.
+        for i in 0..<rows {
+            let costs = real.baseAddress! + i * columns
+            for j in 0..<columns {
+                let lower = costs[j] < v[j]
+                v[j] = lower ? costs[j] : v[j]
+                y[j] = lower ? i : y[j]
             }
         }
+        for j in columns..<n where half < v[j] { (v[j], y[j]) = (half, 0) }
+        for j in 0..<n where cost(rows, j) < v[j] { (v[j], y[j]) = (cost(rows, j), rows) }
         var unique = [Bool](repeating: true, count: n)
         for j in (0..<n).reversed() {
             let i = y[j]
@@ -116,9 +138,8 @@ private struct JonkerVolgenant {
                 freeCount += 1
             } else if unique[i] {
                 let j = x[i]
-                var least = Double.infinity
-                for k in 0..<n where k != j { least = min(least, cost[i * n + k] - v[k]) }
-                v[j] -= least
+                reduce(row: i)
+                v[j] -= min(minimum(0..<j), minimum(j + 1..<n))
             }
         }
     }
@@ -132,18 +153,26 @@ private struct JonkerVolgenant {
             rounds += 1
             let row = free[current]
             current += 1
-            var j1 = 0, u1 = cost[row * n] - v[0], j2 = -1, u2 = Double.infinity
-            for j in 1..<n {
-                let h = cost[row * n + j] - v[j]
-                guard h < u2 else { continue }
-                if h >= u1 { (u2, j2) = (h, j) } else { (u2, j2, u1, j1) = (u1, j1, h, j) }
+            // The least reduced cost at its first column, then the least of the others at its
+            // first: the pair a scan keeping the two least (earlier columns winning ties) ends with.
+            // A tie for the least is the second; the columns before the first are all greater.
+            reduce(row: row)
+            let least = minimum(0..<n)
+            var j1 = first(least, in: 0..<n)
+            let j2: Int
+            if let tie = (j1 + 1..<n).first(where: { d[$0] == least }) {
+                j2 = tie
+            } else {
+                let before = minimum(0..<j1), after = minimum(j1 + 1..<n)
+                j2 = before <= after ? first(before, in: 0..<j1) : first(after, in: j1 + 1..<n)
             }
+            let u1 = d[j1], u2 = d[j2]
             var i0 = y[j1]
             let lowered = v[j1] - (u2 - u1), lowers = lowered < v[j1]
             if rounds < current * n {
                 if lowers {
                     v[j1] = lowered
-                } else if i0 >= 0 && j2 >= 0 {
+                } else if i0 >= 0 {
                     j1 = j2
                     i0 = y[j2]
                 }
@@ -166,37 +195,57 @@ private struct JonkerVolgenant {
         freeCount = kept
     }
 
+    /// The least of `d[range]`, +∞ for none. Exact (`d` never holds a NaN), so taken in four
+    /// independent lanes.
+    private func minimum(_ range: Range<Int>) -> Double {
+        var a = Double.infinity, b = a, c = a, e = a, j = range.lowerBound
+        while j + 4 <= range.upperBound {
+            (a, b, c, e) = (min(a, d[j]), min(b, d[j + 1]), min(c, d[j + 2]), min(e, d[j + 3]))
+            j += 4
+        }
+        while j < range.upperBound {
+            a = min(a, d[j])
+            j += 1
+        }
+        return min(min(a, b), min(c, e))
+    }
+
+    /// The first column of `range` whose `d` is `value`.
+    private func first(_ value: Double, in range: Range<Int>) -> Int {
+        range.first { d[$0] == value }!
+    }
+
     /// Dijkstra's shortest path from a free row to a free column over reduced costs, then the
     /// assignments along it flipped.
     private func augment(from start: Int) {
         for j in 0..<n {
-            columns[j] = j
+            order[j] = j
             predecessor[j] = start
-            d[j] = cost[start * n + j] - v[j]
         }
-        // columns[..<lo]: done; columns[lo..<hi]: at the current minimum distance, to scan.
+        reduce(row: start)
+        // order[..<lo]: done; order[lo..<hi]: at the current minimum distance, to scan.
         var lo = 0, hi = 0, ready = 0, end = -1
         search: while true {
             if lo == hi {
                 ready = lo
                 hi = lo + 1
-                var nearest = d[columns[lo]]
+                var nearest = d[order[lo]]
                 for k in hi..<n {
-                    let j = columns[k]
+                    let j = order[k]
                     guard d[j] <= nearest else { continue }
                     if d[j] < nearest { hi = lo; nearest = d[j] }
-                    columns.swapAt(k, hi)
+                    order.swapAt(k, hi)
                     hi += 1
                 }
-                for k in lo..<hi where y[columns[k]] < 0 { end = columns[k] }
+                for k in lo..<hi where y[order[k]] < 0 { end = order[k] }
                 if end >= 0 { break search }
             }
             // Scan a column at the minimum: its row may bring other columns nearer.
-            let j = columns[lo]
+            let j = order[lo]
             lo += 1
-            let i = y[j], nearest = d[j], h = cost[i * n + j] - v[j] - nearest
+            let i = y[j], nearest = d[j], h = cost(i, j) - v[j] - nearest
             for k in hi..<n {
-                let j = columns[k], reduced = cost[i * n + j] - v[j] - h
+                let j = order[k], reduced = cost(i, j) - v[j] - h
                 guard reduced < d[j] else { continue }
                 d[j] = reduced
                 predecessor[j] = i
@@ -206,14 +255,14 @@ private struct JonkerVolgenant {
                         lo -= 1
                         break search
                     }
-                    columns.swapAt(k, hi)
+                    order.swapAt(k, hi)
                     hi += 1
                 }
             }
         }
-        let nearest = d[columns[lo]]
+        let nearest = d[order[lo]]
         for k in 0..<ready {
-            let j = columns[k]
+            let j = order[k]
             v[j] += d[j] - nearest
         }
         var i = -1, j = end

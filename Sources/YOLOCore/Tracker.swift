@@ -26,10 +26,12 @@ public struct ObjectTracker: Sendable {
 
     private let filter: KalmanFilter
     /// Every track in `tracked` or `lost`, by ID.
-    private var pool = [Int: Tracklet]()
+    private var pool = TrackPool()
     /// Ultralytics' `tracked_stracks`, `lost_stracks` and `removed_stracks` (the last 1000
     /// removals, repeats included), as track IDs in Ultralytics' order.
     private var tracked = [Int](), lost = [Int](), removed = [Int]()
+    /// How many times each ID occurs in `removed`: its membership test without a scan.
+    private var removedCount = [Int: Int]()
     private var nextID = 1
 
     /// A tracker with no track yet; its first update is frame 1.
@@ -48,7 +50,7 @@ public struct ObjectTracker: Sendable {
     /// The tracks alive after the last update (tentative, confirmed, lost), in Ultralytics' order:
     /// tracked ones first.
     public var tracks: [Track] {
-        (tracked + lost).compactMap { pool[$0] }.filter { $0.phase != .removed }.map(view)
+        (tracked + lost).map { pool[$0] }.filter { $0.phase != .removed }.map(view)
     }
 
     /// Tracks the boxes of the next frame and returns what Ultralytics reports for it: the
@@ -80,42 +82,40 @@ public struct ObjectTracker: Sendable {
         removedTracks = []
         let high = Float(configuration.trackHighThreshold), low = Float(configuration.trackLowThreshold)
         var detections = [Tracklet](), weak = [Tracklet]()
-        for (i, box) in boxes.enumerated() where box.xyxy.count == 4 {
-            // A box without area would make the xyah aspect ratio infinite.
-            let xywh = box.xywh
-            guard xywh[2] > 0, xywh[3] > 0 else { continue }
+        for (i, box) in boxes.enumerated() {
+            guard let detection = Tracklet(box, index: i) else { continue }
             if box.conf >= high {
-                detections.append(Tracklet(box, index: i))
+                detections.append(detection)
             } else if box.conf > low {
-                weak.append(Tracklet(box, index: i))
+                weak.append(detection)
             }
         }
 
-        let unconfirmed = tracked.filter { !pool[$0]!.isActivated }
-        let candidates = joint(tracked.filter { pool[$0]!.isActivated }, lost)
-        for id in candidates { pool[id]!.predict(filter) }
+        let unconfirmed = tracked.filter { !pool[$0].isActivated }
+        let candidates = pool.joint(tracked.filter { pool[$0].isActivated }, lost)
+        for id in candidates { pool[id].predict(filter) }
         var activated = [Int](), refound = [Int](), newlyLost = [Int](), newlyRemoved = [Int]()
         // A tracked track is updated, a lost one found again (`update`, `re_activate`).
         func apply(_ id: Int, _ detection: Tracklet) {
-            if pool[id]!.phase == .tracked { activated.append(id) } else { refound.append(id) }
-            pool[id]!.update(detection, frame: frame, filter: filter, historyLength: historyLength)
+            if pool[id].phase == .tracked { activated.append(id) } else { refound.append(id) }
+            pool[id].update(detection, frame: frame, filter: filter, historyLength: historyLength)
         }
 
-        let first = assign(distances(candidates, detections), candidates.count, detections.count,
-                           costLimit: configuration.matchThreshold)
+        let first = linearAssignment(distances(candidates, detections), rows: candidates.count, columns: detections.count,
+                                     costLimit: configuration.matchThreshold)
         for (t, d) in first.matches { apply(candidates[t], detections[d]) }
 
         // Tracks still unmatched (not those already lost) try the low-confidence boxes.
-        let remaining = first.unmatchedRows.map { candidates[$0] }.filter { pool[$0]!.phase == .tracked }
+        let remaining = first.unmatchedRows.map { candidates[$0] }.filter { pool[$0].phase == .tracked }
         var unmatched = Array(remaining.indices)
         if !remaining.isEmpty && !weak.isEmpty {
-            let second = assign(iouDistance(remaining.map { pool[$0]!.xyxy }, weak.map(\.xyxy)), remaining.count, weak.count,
-                                costLimit: 0.5)
+            let second = linearAssignment(iouDistance(remaining.map { pool[$0].xyxy }, weak.map(\.xyxy)).map(Double.init),
+                                          rows: remaining.count, columns: weak.count, costLimit: 0.5)
             for (t, d) in second.matches { apply(remaining[t], weak[d]) }
             unmatched = second.unmatchedRows
         }
         for t in unmatched {
-            pool[remaining[t]]!.phase = .lost
+            pool[remaining[t]].phase = .lost
             newlyLost.append(remaining[t])
         }
 
@@ -123,9 +123,10 @@ public struct ObjectTracker: Sendable {
         let leftover = first.unmatchedColumns.map { detections[$0] }
         var newcomers = Array(leftover.indices)
         if !unconfirmed.isEmpty {
-            let third = assign(distances(unconfirmed, leftover), unconfirmed.count, leftover.count, costLimit: 0.7)
+            let third = linearAssignment(distances(unconfirmed, leftover), rows: unconfirmed.count, columns: leftover.count,
+                                         costLimit: 0.7)
             for (t, d) in third.matches {
-                pool[unconfirmed[t]]!.update(leftover[d], frame: frame, filter: filter, historyLength: historyLength)
+                pool[unconfirmed[t]].update(leftover[d], frame: frame, filter: filter, historyLength: historyLength)
                 activated.append(unconfirmed[t])
             }
             for t in third.unmatchedRows { markRemoved(unconfirmed[t], &newlyRemoved) }
@@ -134,34 +135,45 @@ public struct ObjectTracker: Sendable {
         for d in newcomers where leftover[d].score >= Float(configuration.newTrackThreshold) {
             var track = leftover[d]
             track.activate(id: nextID, frame: frame, filter: filter, historyLength: historyLength)
-            pool[nextID] = track
+            pool.insert(track)
             activated.append(nextID)
             nextID += 1
         }
-        for id in lost where frame - pool[id]!.frame > configuration.trackBuffer { markRemoved(id, &newlyRemoved) }
+        for id in lost where frame - pool[id].frame > configuration.trackBuffer { markRemoved(id, &newlyRemoved) }
 
         // Ultralytics' merge_track_pools. `lost` loses the tracks removed in earlier frames only:
         // one removed now stays there (and can be found again) for one more frame.
-        tracked = joint(joint(tracked.filter { pool[$0]!.phase == .tracked }, activated), refound)
-        lost = subtract(lost, tracked) + newlyLost
-        lost = subtract(lost, removed)
+        tracked = pool.joint(pool.joint(tracked.filter { pool[$0].phase == .tracked }, activated), refound)
+        lost = pool.subtract(lost, tracked) + newlyLost
+        lost.removeAll { removedCount[$0] != nil }
         removeDuplicates()
-        removed = Array((removed + newlyRemoved).suffix(1000))
-        let alive = Set(tracked + lost)
-        pool = pool.filter { alive.contains($0.key) }
+        remember(newlyRemoved)
+        pool.keep(tracked + lost)
 
-        let reported = tracked.compactMap { pool[$0] }.filter(\.isActivated)
+        let reported = tracked.filter { pool[$0].isActivated }
         if reported.isEmpty {
             // Ultralytics hides a frame's boxes while a new track waits for confirmation.
-            return tracked.contains { !pool[$0]!.isActivated } ? ([], []) : (boxes, Array(boxes.indices))
+            return tracked.isEmpty ? (boxes, Array(boxes.indices)) : ([], [])
         }
-        return (reported.map { $0.box }, reported.map(\.detection))
+        return (reported.map { pool[$0].box }, reported.map { pool[$0].detection })
+    }
+
+    /// Appends to `removed`, keeping its last 1000 entries and `removedCount` in step.
+    private mutating func remember(_ ids: [Int]) {
+        removed += ids
+        for id in ids { removedCount[id, default: 0] += 1 }
+        guard removed.count > 1000 else { return }
+        for id in removed[..<(removed.count - 1000)] {
+            removedCount[id]! -= 1
+            if removedCount[id] == 0 { removedCount[id] = nil }
+        }
+        removed.removeFirst(removed.count - 1000)
     }
 
     private mutating func markRemoved(_ id: Int, _ list: inout [Int]) {
-        if pool[id]!.phase != .removed {
-            pool[id]!.phase = .removed
-            removedTracks.append(view(pool[id]!))
+        if pool[id].phase != .removed {
+            pool[id].phase = .removed
+            removedTracks.append(view(pool[id]))
         }
         list.append(id)
     }
@@ -169,11 +181,11 @@ public struct ObjectTracker: Sendable {
     /// Ultralytics' `remove_duplicate_stracks`: of a tracked and a lost track closer than IoU
     /// 0.85, the one tracked for fewer frames goes.
     private mutating func removeDuplicates() {
-        let distance = iouDistance(tracked.map { pool[$0]!.xyxy }, lost.map { pool[$0]!.xyxy })
+        let distance = iouDistance(tracked.map { pool[$0].xyxy }, lost.map { pool[$0].xyxy })
         var dropTracked = Set<Int>(), dropLost = Set<Int>()
         for p in tracked.indices {
             for q in lost.indices where distance[p * lost.count + q] < 0.15 {
-                let a = pool[tracked[p]]!, b = pool[lost[q]]!
+                let a = pool[tracked[p]], b = pool[lost[q]]
                 if a.frame - a.startFrame > b.frame - b.startFrame { dropLost.insert(q) } else { dropTracked.insert(p) }
             }
         }
@@ -182,16 +194,18 @@ public struct ObjectTracker: Sendable {
     }
 
     /// `get_dists`: IoU distance, fused with the detections' confidence when `fuseScore`. Rows
-    /// are tracks, columns detections, row-major, in Float32 as NumPy computes them.
-    private func distances(_ ids: [Int], _ detections: [Tracklet]) -> [Float] {
-        let cost = iouDistance(ids.map { pool[$0]!.xyxy }, detections.map(\.xyxy))
-        guard configuration.fuseScore else { return cost }
-        return cost.indices.map { 1 - (1 - cost[$0]) * detections[$0 % detections.count].score }
-    }
-
-    /// `matching.linear_assignment`: lap takes the Float32 costs as Double.
-    private func assign(_ cost: [Float], _ rows: Int, _ columns: Int, costLimit: Double) -> LinearAssignment {
-        linearAssignment(cost.map(Double.init), rows: rows, columns: columns, costLimit: costLimit)
+    /// are tracks, columns detections, row-major, in Float32 as NumPy computes them, then as
+    /// Double as lap takes them.
+    private func distances(_ ids: [Int], _ detections: [Tracklet]) -> [Double] {
+        let cost = iouDistance(ids.map { pool[$0].xyxy }, detections.map(\.xyxy))
+        guard configuration.fuseScore, !detections.isEmpty else { return cost.map(Double.init) }
+        let scores = detections.map(\.score)
+        return [Double](unsafeUninitializedCapacity: cost.count) { fused, count in
+            for row in stride(from: 0, to: cost.count, by: scores.count) {
+                for j in scores.indices { fused[row + j] = Double(1 - (1 - cost[row + j]) * scores[j]) }
+            }
+            count = cost.count
+        }
     }
 
     private func view(_ t: Tracklet) -> Track {
@@ -255,7 +269,7 @@ private struct Tracklet: Sendable {
     /// The filter's form, set by `activate`.
     var form = KalmanFilter.Form.xyah
     /// The detection's box as Ultralytics stores it: top-left x, y, width, height in Float32.
-    var tlwh: [Float]
+    var tlwh: SIMD4<Float>
     var score: Float
     var cls: Int
     var name: String
@@ -264,11 +278,17 @@ private struct Tracklet: Sendable {
     var detection: Int
     var frame = 0, startFrame = 0
     var history = [SIMD2<Float>]()
+    /// `TrackPool`'s set membership stamp.
+    var mark = 0
 
-    init(_ box: Box, index: Int) {
-        let xywh = box.xywh
+    /// Nil for a box without area, which would make the xyah aspect ratio infinite.
+    init?(_ box: Box, index: Int) {
+        let b = box.xyxy
+        guard b.count == 4 else { return nil }
+        let x = (b[0] + b[2]) / 2, y = (b[1] + b[3]) / 2, w = b[2] - b[0], h = b[3] - b[1]
+        guard w > 0, h > 0 else { return nil }
         // `xywh2ltwh` runs in float64 (the boxes are concatenated with their int64 indices).
-        tlwh = [Float(Double(xywh[0]) - Double(xywh[2]) / 2), Float(Double(xywh[1]) - Double(xywh[3]) / 2), xywh[2], xywh[3]]
+        tlwh = SIMD4(Float(Double(x) - Double(w) / 2), Float(Double(y) - Double(h) / 2), w, h)
         score = box.conf
         cls = box.cls
         name = box.name
@@ -277,18 +297,18 @@ private struct Tracklet: Sendable {
     }
 
     /// The Kalman filter's measurement of `tlwh` (`tlwh_to_xyah` / `tlwh_to_xywh`, Float32).
-    func measurement(_ filter: KalmanFilter) -> [Double] {
+    func measurement(_ filter: KalmanFilter) -> SIMD4<Double> {
         let w = tlwh[2], h = tlwh[3], x = tlwh[0] + w / 2, y = tlwh[1] + h / 2
-        return filter.form == .xyah ? [Double(x), Double(y), Double(w / h), Double(h)] : [Double(x), Double(y), Double(w), Double(h)]
+        return SIMD4(Double(x), Double(y), Double(filter.form == .xyah ? w / h : w), Double(h))
     }
 
     /// x1, y1, x2, y2: the filter's box once activated (Double, rounded to Float32 as
     /// `iou_distance` and the results take it), else the detection's.
-    var xyxy: [Float] {
-        guard let mean = state?.mean else { return [tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]] }
+    var xyxy: SIMD4<Float> {
+        guard let mean = state?.mean else { return SIMD4(tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]) }
         let w = form == .xyah ? mean[2] * mean[3] : mean[2], h = mean[3]
         let x = mean[0] - w / 2, y = mean[1] - h / 2
-        return [Float(x), Float(y), Float(x + w), Float(y + h)]
+        return SIMD4(Float(x), Float(y), Float(x + w), Float(y + h))
     }
 
     /// The box as reported, clipped to the image as `Results.update` does.
@@ -296,9 +316,9 @@ private struct Tracklet: Sendable {
         var b = xyxy
         if originalShape.count >= 2 {
             let w = Float(originalShape[1]), h = Float(originalShape[0])
-            b = [min(max(b[0], 0), w), min(max(b[1], 0), h), min(max(b[2], 0), w), min(max(b[3], 0), h)]
+            b = SIMD4(min(max(b[0], 0), w), min(max(b[1], 0), h), min(max(b[2], 0), w), min(max(b[3], 0), h))
         }
-        return Box(xyxy: b, conf: score, cls: cls, name: name, originalShape: originalShape, id: id)
+        return Box(xyxy: [b[0], b[1], b[2], b[3]], conf: score, cls: cls, name: name, originalShape: originalShape, id: id)
     }
 
     /// Lost tracks keep their position but stop growing (xyah) or changing size (xywh).
@@ -346,29 +366,100 @@ private struct Tracklet: Sendable {
     }
 }
 
-/// Ultralytics' `joint_stracks`: `a`, then the IDs of `b` not in `a`.
-private func joint(_ a: [Int], _ b: [Int]) -> [Int] {
-    let seen = Set(a)
-    return a + b.filter { !seen.contains($0) }
+/// Tracklets by ID, stored contiguously (reading a field copies no whole tracklet) and found
+/// through an open-addressing table indexed by `id & mask`: IDs are consecutive, so they
+/// spread evenly without hashing.
+private struct TrackPool {
+    private var tracklets = [Tracklet]()
+    /// The slot in `tracklets` of the ID at `ids[k]`; ID 0 (never given) marks a free entry.
+    private var ids = [Int](repeating: 0, count: 64), slots = [Int](repeating: 0, count: 64)
+    /// The last `mark`; a tracklet whose `mark` equals it is in the set last marked.
+    private var stamp = 0
+
+    subscript(id: Int) -> Tracklet {
+        _read { yield tracklets[slot(of: id)] }
+        _modify { yield &tracklets[slot(of: id)] }
+    }
+
+    private func slot(of id: Int) -> Int {
+        let mask = ids.count - 1
+        var k = id & mask
+        while ids[k] != id {
+            precondition(ids[k] != 0, "track \(id) is not in the pool")
+            k = (k + 1) & mask
+        }
+        return slots[k]
+    }
+
+    mutating func insert(_ tracklet: Tracklet) {
+        tracklets.append(tracklet)
+        // At most half full, so that probes stay short.
+        if 2 * tracklets.count > ids.count { index(capacity: 2 * ids.count) } else { enter(tracklets.count - 1) }
+    }
+
+    /// Drops every tracklet whose ID is not in `alive`.
+    mutating func keep(_ alive: [Int]) {
+        mark(alive)
+        let count = tracklets.count
+        tracklets.removeAll { $0.mark != stamp }
+        if tracklets.count != count { index(capacity: ids.count) }
+    }
+
+    /// Ultralytics' `joint_stracks`: `a`, then the IDs of `b` not in `a`.
+    mutating func joint(_ a: [Int], _ b: [Int]) -> [Int] {
+        mark(a)
+        return a + b.filter { self[$0].mark != stamp }
+    }
+
+    /// Ultralytics' `sub_stracks`: the IDs of `a` not in `b`.
+    mutating func subtract(_ a: [Int], _ b: [Int]) -> [Int] {
+        mark(b)
+        return a.filter { self[$0].mark != stamp }
+    }
+
+    /// Stamps the tracklets of `ids` with a new `stamp`: set membership without hashing.
+    private mutating func mark(_ ids: [Int]) {
+        stamp += 1
+        for id in ids { self[id].mark = stamp }
+    }
+
+    private mutating func index(capacity: Int) {
+        ids = [Int](repeating: 0, count: capacity)
+        slots = [Int](repeating: 0, count: capacity)
+        for slot in tracklets.indices { enter(slot) }
+    }
+
+    private mutating func enter(_ slot: Int) {
+        let id = tracklets[slot].id, mask = ids.count - 1
+        var k = id & mask
+        while ids[k] != 0 { k = (k + 1) & mask }
+        (ids[k], slots[k]) = (id, slot)
+    }
 }
 
-/// Ultralytics' `sub_stracks`: the IDs of `a` not in `b`.
-private func subtract(_ a: [Int], _ b: [Int]) -> [Int] {
-    let drop = Set(b)
-    return a.filter { !drop.contains($0) }
-}
+
 
 /// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, in Float32 with
 /// Ultralytics' `bbox_ioa` epsilon 1e-7.
-package func iouDistance(_ a: [[Float]], _ b: [[Float]]) -> [Float] {
-    var out = [Float](repeating: 1, count: a.count * b.count)
-    for (i, p) in a.enumerated() {
-        let areaP = (p[2] - p[0]) * (p[3] - p[1])
-        for (j, q) in b.enumerated() {
-            let inter = max(min(p[2], q[2]) - max(p[0], q[0]), 0) * max(min(p[3], q[3]) - max(p[1], q[1]), 0)
-            let area = (q[2] - q[0]) * (q[3] - q[1]) + areaP - inter
-            out[i * b.count + j] = 1 - inter / (area + 1e-7)
-        }
+package func iouDistance(_ a: [SIMD4<Float>], _ b: [SIMD4<Float>]) -> [Float] {
+    let n = b.count
+    // b's coordinates and areas as columns, so that the inner loop runs on vectors.
+    var columns = [Float](repeating: 0, count: 5 * n)
+    for (j, q) in b.enumerated() {
+        (columns[j], columns[n + j], columns[2 * n + j], columns[3 * n + j]) = (q[0], q[1], q[2], q[3])
+        columns[4 * n + j] = (q[2] - q[0]) * (q[3] - q[1])
     }
-    return out
+    return [Float](unsafeUninitializedCapacity: a.count * n) { out, count in
+        columns.withUnsafeBufferPointer { c in
+            let x1 = c.baseAddress!, y1 = x1 + n, x2 = y1 + n, y2 = x2 + n, area = y2 + n
+            for (i, p) in a.enumerated() {
+                let areaP = (p[2] - p[0]) * (p[3] - p[1]), row = out.baseAddress! + i * n
+                for j in 0..<n {
+                    let inter = max(min(p[2], x2[j]) - max(p[0], x1[j]), 0) * max(min(p[3], y2[j]) - max(p[1], y1[j]), 0)
+                    row[j] = 1 - inter / (area[j] + areaP - inter + 1e-7)
+                }
+            }
+        }
+        count = a.count * n
+    }
 }

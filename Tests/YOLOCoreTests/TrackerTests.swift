@@ -153,7 +153,7 @@ final class TrackerTests: XCTestCase {
         ]
         for (form, first, second, mean, covariance) in expected {
             let filter = KalmanFilter(form)
-            let state = filter.predict(filter.update(filter.predict(filter.initiate(first)), measurement: second))
+            let state = filter.predict(filter.update(filter.predict(filter.initiate(SIMD4(first))), measurement: SIMD4(second)))
             for k in 0..<8 { XCTAssertEqual(state.mean[k], mean[k], accuracy: abs(mean[k]) * 1e-9, "\(form) mean \(k)") }
             // The covariance couples each value only with its velocity: `covariance` lists
             // P[k, k], P[k, k + 4] for k < 4, then P[k + 4, k + 4].
