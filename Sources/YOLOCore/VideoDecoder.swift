@@ -64,6 +64,30 @@ struct FrameReader: Sendable {
     }
 }
 
+/// The last 4 KB a subprocess writes to a pipe (ffmpeg's messages), read until the pipe
+/// closes: only the tail is kept, since a damaged stream can log without end.
+final class MessageTail: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        DispatchQueue.global().async { [self] in
+            while let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
+                bytes.withLock { $0 = Array(($0 + chunk).suffix(4096)) }
+            }
+            done.signal()
+        }
+    }
+
+    /// The tail, once the pipe has closed (the process has exited); callable more than once.
+    func all() -> [UInt8] {
+        done.wait()
+        done.signal()
+        return bytes.withLock { $0 }
+    }
+}
+
 /// A video file or stream decoded by an `ffmpeg` subprocess into BGR24 frames, the bytes OpenCV's
 /// `cv2.VideoCapture` (Ultralytics' reader) gives on the same file.
 final class VideoDecoder: Sendable {
@@ -79,9 +103,7 @@ final class VideoDecoder: Sendable {
     let frameCount: Int?
     let reader: FrameReader
     private let process: Process
-    /// The end of ffmpeg's stderr, filled by a reader that ends with the process.
-    private let messages = Mutex<[UInt8]>([])
-    private let messagesDone = DispatchSemaphore(value: 0)
+    private let messages: MessageTail
 
     /// Probes `url` and starts decoding it. Throws `SourceError.toolNotFound` or `.cannotOpen`.
     init(_ url: URL) throws {
@@ -127,22 +149,14 @@ final class VideoDecoder: Sendable {
         (process, output, errors) = try VideoDecoder.start(ffmpeg, ["-nostdin", "-v", "error"] + input
             + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], source: source)
         reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source)
-        let errorHandle = errors.fileHandleForReading
-        DispatchQueue.global().async { [self] in
-            // Only the last lines are kept: a damaged stream can log without end.
-            while let chunk = try? errorHandle.read(upToCount: 4096), !chunk.isEmpty {
-                messages.withLock { $0 = Array(($0 + chunk).suffix(4096)) }
-            }
-            messagesDone.signal()
-        }
+        messages = MessageTail(errors)
     }
 
     /// Waits for ffmpeg to exit after its last frame (`frames` were read) and throws if the
     /// video ended early or ffmpeg failed.
     func finish(frames: Int) throws {
         process.waitUntilExit()
-        messagesDone.wait()
-        let log = messages.withLock { $0 }
+        let log = messages.all()
         guard process.terminationReason == .exit else { return }  // stopped by `terminate()`
         let status = process.terminationStatus
         guard status == 0 else {

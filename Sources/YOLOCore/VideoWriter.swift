@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -21,8 +20,7 @@ public final class VideoWriter: Sendable {
     private let process: Process
     private let input: FileHandle
     private let frames = Mutex(0)
-    private let messages = Mutex<[UInt8]>([])
-    private let messagesDone = DispatchSemaphore(value: 0)
+    private let messages: MessageTail
 
     /// Starts ffmpeg writing `url` (replaced if it exists) at `frameRate` frames per second.
     /// Throws `SourceError.toolNotFound` without ffmpeg, `VideoWriterError.invalidSize` for a
@@ -45,13 +43,7 @@ public final class VideoWriter: Sendable {
              "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart", url.path],
             input: input, source: url.path)
         self.input = input.fileHandleForWriting
-        let errorHandle = errors.fileHandleForReading
-        DispatchQueue.global().async { [self] in
-            while let chunk = try? errorHandle.read(upToCount: 4096), !chunk.isEmpty {
-                messages.withLock { $0 = Array(($0 + chunk).suffix(4096)) }
-            }
-            messagesDone.signal()
-        }
+        messages = MessageTail(errors)
     }
 
     deinit {
@@ -83,14 +75,11 @@ public final class VideoWriter: Sendable {
         }
     }
 
-    /// ffmpeg's own last message, once it has exited (its input is closed first).
+    /// Closes ffmpeg's input and waits for it to exit: its own last message, else `error`'s.
     private func failureReason(_ error: (any Error)?) -> String {
         try? input.close()
         process.waitUntilExit()
-        messagesDone.wait()
-        messagesDone.signal()
-        let log = messages.withLock { $0 }
-        return VideoDecoder.message(log, or: error?.localizedDescription ?? "ffmpeg exit status \(process.terminationStatus)")
+        return VideoDecoder.message(messages.all(), or: error?.localizedDescription ?? "ffmpeg exit status \(process.terminationStatus)")
     }
 }
 
