@@ -4,16 +4,35 @@ import Foundation
 /// `torch.linspace(0.5, 0.95, 10)` makes them.
 package let iouThresholds: [Float] = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
 
-/// Ultralytics `box_iou`: the IoU of every label (rows) with every prediction (columns), xyxy
-/// boxes, in Float32 with its 1e-7 in the denominator.
+/// Ultralytics `box_iou`: the IoU of every label (rows) with every prediction (columns).
 package func boxIoU(_ labels: [SIMD4<Float>], _ predictions: [SIMD4<Float>]) -> [[Float]] {
-    labels.map { a in
-        let areaA = (a[2] - a[0]) * (a[3] - a[1])
-        return predictions.map { b in
-            let w = max(min(a[2], b[2]) - max(a[0], b[0]), 0), h = max(min(a[3], b[3]) - max(a[1], b[1]), 0)
-            let inter = w * h
-            return inter / (areaA + (b[2] - b[0]) * (b[3] - b[1]) - inter + 1e-7)
+    let n = predictions.count, iou = pairwiseIoU(labels, predictions)
+    return labels.indices.map { Array(iou[$0 * n ..< ($0 + 1) * n]) }
+}
+
+/// The IoU of every box of `a` with every box of `b` (xyxy), row-major, in Float32 with
+/// Ultralytics' 1e-7 in the denominator (`box_iou`, and the trackers' `bbox_ioa`).
+package func pairwiseIoU(_ a: [SIMD4<Float>], _ b: [SIMD4<Float>]) -> [Float] {
+    guard !a.isEmpty, !b.isEmpty else { return [] }
+    let n = b.count
+    // b's coordinates and areas as columns, so that the inner loop runs on vectors.
+    var columns = [Float](repeating: 0, count: 5 * n)
+    for (j, q) in b.enumerated() {
+        (columns[j], columns[n + j], columns[2 * n + j], columns[3 * n + j]) = (q[0], q[1], q[2], q[3])
+        columns[4 * n + j] = (q[2] - q[0]) * (q[3] - q[1])
+    }
+    return [Float](unsafeUninitializedCapacity: a.count * n) { out, count in
+        columns.withUnsafeBufferPointer { c in
+            let x1 = c.baseAddress!, y1 = x1 + n, x2 = y1 + n, y2 = x2 + n, area = y2 + n
+            for (i, p) in a.enumerated() {
+                let areaP = (p[2] - p[0]) * (p[3] - p[1]), row = out.baseAddress! + i * n
+                for j in 0..<n {
+                    let inter = max(min(p[2], x2[j]) - max(p[0], x1[j]), 0) * max(min(p[3], y2[j]) - max(p[1], y1[j]), 0)
+                    row[j] = inter / (area[j] + areaP - inter + 1e-7)
+                }
+            }
         }
+        count = a.count * n
     }
 }
 

@@ -437,29 +437,10 @@ private struct TrackPool {
     }
 }
 
-
-
-/// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, in Float32 with
-/// Ultralytics' `bbox_ioa` epsilon 1e-7.
+/// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, as Ultralytics'
+/// `iou_distance`.
 package func iouDistance(_ a: [SIMD4<Float>], _ b: [SIMD4<Float>]) -> [Float] {
-    let n = b.count
-    // b's coordinates and areas as columns, so that the inner loop runs on vectors.
-    var columns = [Float](repeating: 0, count: 5 * n)
-    for (j, q) in b.enumerated() {
-        (columns[j], columns[n + j], columns[2 * n + j], columns[3 * n + j]) = (q[0], q[1], q[2], q[3])
-        columns[4 * n + j] = (q[2] - q[0]) * (q[3] - q[1])
-    }
-    return [Float](unsafeUninitializedCapacity: a.count * n) { out, count in
-        columns.withUnsafeBufferPointer { c in
-            let x1 = c.baseAddress!, y1 = x1 + n, x2 = y1 + n, y2 = x2 + n, area = y2 + n
-            for (i, p) in a.enumerated() {
-                let areaP = (p[2] - p[0]) * (p[3] - p[1]), row = out.baseAddress! + i * n
-                for j in 0..<n {
-                    let inter = max(min(p[2], x2[j]) - max(p[0], x1[j]), 0) * max(min(p[3], y2[j]) - max(p[1], y1[j]), 0)
-                    row[j] = 1 - inter / (area[j] + areaP - inter + 1e-7)
-                }
-            }
-        }
-        count = a.count * n
-    }
+    var distance = pairwiseIoU(a, b)
+    for k in distance.indices { distance[k] = 1 - distance[k] }
+    return distance
 }
