@@ -150,15 +150,15 @@ struct PredictOptions: ParsableArguments {
             var failure: (any Error)?
             // Images are tracked as one sequence; each video or stream gets a tracker of its own.
             var imageTracker = tracker.map { ObjectTracker($0) }
+            // Each result is written as it completes and dropped: memory stays that of one frame.
+            let write = { (result: Results, labelStem: String) throws in
+                try json?.append(result)
+                try csv?.write(result.csv())
+                if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
+            }
             for (i, input) in inputs.enumerated() {
                 let label = "\(input.isImage ? "image" : "video") \(i + 1)/\(inputs.count)"
                 do {
-                    // Each result is written as it completes and dropped: memory stays that of one frame.
-                    let write = { (result: Results, labelStem: String) throws in
-                        try json?.append(result)
-                        try csv?.write(result.csv())
-                        if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
-                    }
                     switch input {
                     case let .image(url):
                         var result = try await yolo.predict(url.path, task: requested)
@@ -172,9 +172,7 @@ struct PredictOptions: ParsableArguments {
                         try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
                                                 run: &run, saveDirectory: save ? saveDirectory : nil, write: write)
                     }
-                } catch let error as ImageError where inputs.count > 1 {
-                    run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
-                } catch let error as SourceError where inputs.count > 1 {
+                } catch where inputs.count > 1 && (error is ImageError || error is SourceError) {
                     run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
                 } catch let error as PartialSource where inputs.count > 1 {
                     run.warn("WARNING ⚠️ \(label) \(error.description)")
