@@ -43,25 +43,41 @@ struct VideoBench: AsyncParsableCommand {
         }
         let prediction = Latency(samples: whole), inference = Latency(samples: pass)
 
+        // The pipeline: frames/s over the whole source, and per frame the interval since the
+        // previous result against that frame's own inference, so both come from the same frames.
         let session = try YOLOSession(model: yolo, source: .video(url))
         let start = DispatchTime.now().uptimeNanoseconds
-        var frames = 0, inPipeline = [Double]()
+        var previous = start, frames = 0
+        var intervals = [Double](), preprocess = [Double](), inPipeline = [Double](), postprocess = [Double]()
         for await result in session.results {
+            let now = DispatchTime.now().uptimeNanoseconds
+            if frames > 0 { intervals.append(milliseconds(since: previous, to: now)) }
+            previous = now
             frames += 1
+            preprocess.append(result.speed.preprocess)
             inPipeline.append(result.speed.inference)
+            postprocess.append(result.speed.postprocess)
         }
         let seconds = milliseconds(since: start) / 1e3
         if let error = session.error { throw error }
+        guard frames >= 2 else { throw BenchError("\(source) has fewer than 2 frames") }
 
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let fps = Double(frames) / seconds
         print("source: \(source), \(frames) frames in \(String(format: "%.2f", seconds)) s: \(String(format: "%.1f", fps)) frames/s")
+        let pipelineInference = Latency(samples: inPipeline)
         for (name, latency) in [("one-frame prediction", prediction), ("one-frame inference", inference),
-                                ("in-pipeline inference", Latency(samples: inPipeline))] {
+                                ("in-pipeline inference", pipelineInference)] {
             print("\(name) median " + String(format: "%.2f ms (%.1f frames/s): pipeline ratio %.3f",
                                               latency.median, 1000 / latency.median, fps * latency.median / 1000))
         }
+        let interval = Latency(samples: intervals)
+        print(String(format: "frame interval median %.2f ms: in-pipeline inference median / interval median %.3f",
+                     interval.median, pipelineInference.median / interval.median))
+        let means = [preprocess, inPipeline, postprocess].map { Latency(samples: $0).mean }
+        print(String(format: "per frame (means): %.2f ms = preprocess %.2f + inference %.2f + postprocess %.2f + waiting %.2f",
+                     interval.mean, means[0], means[1], means[2], interval.mean - means.reduce(0, +)))
         print(String(format: "peak RSS: %.1f MB", Double(usage.ru_maxrss) / 1024))
     }
 }
