@@ -35,11 +35,13 @@ let package = Package(
         // Hardening tools run by scripts/fuzz and scripts/soak, not by the tests.
         .executableTarget(name: "yolo-fuzz", dependencies: ["YOLOCore", "YOLONet"], path: "Fuzz/yolo-fuzz"),
         .executableTarget(name: "yolo-soak", dependencies: ["YOLOCore"], path: "Fuzz/yolo-soak"),
-        .testTarget(name: "TensorTests", dependencies: ["Tensor"]),
+        // Shared by the test targets: the ../shared test data, seeded tensors, assertions.
+        .target(name: "TestSupport", dependencies: ["Tensor"], path: "Tests/TestSupport"),
+        .testTarget(name: "TensorTests", dependencies: ["Tensor", "TestSupport"]),
         // Counts heap allocations for the tests: it defines the process's malloc family.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
-        .testTarget(name: "YOLONetTests", dependencies: ["YOLONet", "AllocationCounter"]),
-        .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore", "YOLONet"]),
-        .testTarget(name: "CommandLineTests"),
+        .testTarget(name: "YOLONetTests", dependencies: ["YOLONet", "AllocationCounter", "TestSupport"]),
+        .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore", "YOLONet", "TestSupport"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Ultralytics `.pt` checkpoints on the command line: `yolo predict --model NAME.pt` and `yolo export`.
@@ -22,9 +23,9 @@ final class CheckpointCommandTests: CommandTestCase {
     func testPredictFromCheckpointsMatchesSafetensors() throws {
         for (name, image) in [("yolo26n", "bus"), ("yolo26n-seg", "bus"), ("yolo26n-pose", "zidane"), ("yolo26n-obb", "boats"),
                               ("yolo26n-cls", "bus"), ("yolo11n", "zidane")] {
-            let weights = try sharedFile("weights", name + ".safetensors")
+            let weights = try weightsFile(name + ".safetensors")
             let checkpoint = weights.deletingLastPathComponent().appendingPathComponent(name + "-w8.pt")
-            let source = try sharedFile("images", image + ".jpg")
+            let source = try sharedFile("images/" + image + ".jpg")
             let expected = try predictions(weights.path, source)
             XCTAssertFalse(expected.isEmpty)
             XCTAssertEqual(try predictions(checkpoint.path, source), expected, name)
@@ -40,7 +41,7 @@ final class CheckpointCommandTests: CommandTestCase {
     }
 
     func testExportWritesTheConvertedFile() throws {
-        let weights = try sharedFile("weights", "yolo26n.safetensors")
+        let weights = try weightsFile("yolo26n.safetensors")
         let checkpoint = weights.deletingLastPathComponent().appendingPathComponent("yolo26n-w8.pt")
         let half = try yolo(["export", "--model", checkpoint.path, "--format", "safetensors", "--half", "-o", "half.safetensors"])
         XCTAssertEqual(half.status, 0, half.stderr)
@@ -57,7 +58,7 @@ final class CheckpointCommandTests: CommandTestCase {
         // F32 by default, exact: the same predictions.
         let full = try yolo(["export", "--model", checkpoint.path, "-o", "full.safetensors"])
         XCTAssertEqual(full.status, 0, full.stderr)
-        let image = try sharedFile("images", "bus.jpg")
+        let image = try sharedFile("images/bus.jpg")
         XCTAssertEqual(try predictions(scratch.appendingPathComponent("full.safetensors").path, image),
                        try predictions(weights.path, image))
 
@@ -75,7 +76,7 @@ final class CheckpointCommandTests: CommandTestCase {
         let cache = scratch.appendingPathComponent("cache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: cache.appendingPathComponent("0123456789abcdef-yolo26n.pt"),
-                                                   withDestinationURL: try sharedFile("weights", "yolo26n-w8.pt"))
+                                                   withDestinationURL: try weightsFile("yolo26n-w8.pt"))
         let result = try runCommand(executable, ["export", "--model", "yolo26n", "--half"], in: scratch,
                                     environment: ["YOLO_WEIGHTS_DIR": scratch.path, "YOLO_CACHE_DIR": cache.path])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -85,9 +86,9 @@ final class CheckpointCommandTests: CommandTestCase {
 
     /// A bare name finds `NAME.pt` when there is no `NAME.safetensors`.
     func testModelNameFindsCheckpoint() throws {
-        let checkpoint = try sharedFile("weights", "yolo26n-cls-w8.pt")
+        let checkpoint = try weightsFile("yolo26n-cls-w8.pt")
         try FileManager.default.createSymbolicLink(at: scratch.appendingPathComponent("mine.pt"), withDestinationURL: checkpoint)
-        let result = try runCommand(executable, ["predict", "--model", "mine", "--source", try sharedFile("images", "bus.jpg").path],
+        let result = try runCommand(executable, ["predict", "--model", "mine", "--source", try sharedFile("images/bus.jpg").path],
                                     in: scratch, environment: ["YOLO_WEIGHTS_DIR": scratch.path, "YOLO_CACHE_DIR": scratch.path])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("minibus"), result.stdout)

@@ -57,22 +57,6 @@ func runMeasuringPeak(_ executable: URL, _ arguments: [String], in directory: UR
     return (process.terminationStatus, peak)
 }
 
-/// A file of the shared test data, as in the other test targets: `YOLO_SHARED_DIR`, else
-/// ../shared beside the package; weights in `YOLO_WEIGHTS_DIR`, else its weights/.
-func sharedFile(_ kind: String, _ name: String) throws -> URL {
-    let environment = ProcessInfo.processInfo.environment
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    let shared = environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-        ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
-    let directory = kind == "weights" ? environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } : nil
-    let url = (directory ?? shared.appendingPathComponent(kind)).appendingPathComponent(name)
-    guard FileManager.default.fileExists(atPath: url.path) else {
-        throw MissingTestInput(description: "test data not found at \(url.path); set YOLO_SHARED_DIR / YOLO_WEIGHTS_DIR")
-    }
-    return url
-}
-
 /// A test of one built executable, run in a fresh scratch directory.
 class CommandTestCase: XCTestCase {
     class var executableName: String { fatalError("subclasses name their executable") }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// `yolo predict` on videos, streams and raw frames on stdin, run as a user would.
@@ -6,7 +7,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     private func yolo(_ arguments: [String], stdin: URL? = nil) throws -> CommandResult {
-        let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
         return try runCommand(executable, arguments, in: scratch,
                               environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path], stdin: stdin)
     }
@@ -24,7 +25,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     /// Every 10th frame of pan.mp4: JSON records with `frame` matching Ultralytics' boxes, CSV
     /// rows, label files per frame and the annotated H.264 video at 25 / 10 frames per second.
     func testVideoWritesJSONCSVLabelsAndAnnotatedVideo() throws {
-        let pan = try sharedFile("videos", "pan.mp4")
+        let pan = try sharedFile("videos/pan.mp4")
         let result = try yolo(["predict", "--source", pan.path, "--vid-stride", "10", "--save", "--save-txt",
                                "--save-json", "out.json", "--save-csv", "out.csv"])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -42,7 +43,7 @@ final class PredictVideoCommandTests: CommandTestCase {
             var frames: [Frame]
         }
         let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
-            sharedFile("reference", "video/pan-predict-yolo26n.json")))
+            sharedFile("reference/video/pan-predict-yolo26n.json")))
         var boxes = 0
         for record in records {
             let frame = try XCTUnwrap(record["frame"] as? Int), ours = try XCTUnwrap(record["boxes"] as? [String: Any])
@@ -74,7 +75,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     /// `--stream`: one JSON object per line on stdout as frames finish; the lines for people on
     /// stderr.
     func testStreamWritesJSONLinesToStdout() throws {
-        let pan = try sharedFile("videos", "pan.mp4")
+        let pan = try sharedFile("videos/pan.mp4")
         let result = try yolo(["predict", "--source", pan.path, "--vid-stride", "50", "--imgsz", "160", "--stream"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let lines = result.stdout.split(separator: "\n")
@@ -91,7 +92,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     /// a frame fails after them, naming the bytes that arrived.
     func testStdinFramesAndAFrameCutShort() throws {
         let frames = scratch.appendingPathComponent("frames.bgr")
-        try ffmpeg(["-i", try sharedFile("videos", "pan.mp4").path, "-frames:v", "3", "-f", "rawvideo", "-pix_fmt", "bgr24", frames.path])
+        try ffmpeg(["-i", try sharedFile("videos/pan.mp4").path, "-frames:v", "3", "-f", "rawvideo", "-pix_fmt", "bgr24", frames.path])
         let whole = try Data(contentsOf: frames)
         XCTAssertEqual(whole.count, 3 * 640 * 360 * 3)
         var result = try yolo(["predict", "--source", "-", "--frame-size", "640x360", "--imgsz", "320", "--save-json", "out.json"],
@@ -122,7 +123,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     /// Videos that cannot be read fail in one line; in a folder they are skipped and the rest is
     /// predicted; a file cut short writes the frames before the cut, then fails.
     func testBadVideosFailClearlyOrAreSkipped() throws {
-        let pan = try sharedFile("videos", "pan.mp4")
+        let pan = try sharedFile("videos/pan.mp4")
         try Data().write(to: scratch.appendingPathComponent("empty.mp4"))
         try Data("not a video".utf8).write(to: scratch.appendingPathComponent("text.mp4"))
         for (arguments, environment, message) in [
@@ -132,7 +133,7 @@ final class PredictVideoCommandTests: CommandTestCase {
             (["--source", "rtsp://127.0.0.1:9/live"], [:], "Error: cannot open rtsp://127.0.0.1:9/live: "),
             (["--source", pan.path, "--vid-stride", "0"], [:], "Error: --vid-stride 0 must be at least 1"),
         ] {
-            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
             let result = try runCommand(executable, ["predict"] + arguments, in: scratch,
                                         environment: ["YOLO_WEIGHTS_DIR": weights.path].merging(environment) { $1 })
             XCTAssertEqual(result.status, 1, "\(arguments)")
@@ -144,7 +145,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try ffmpeg(["-i", pan.path, "-frames:v", "4", "-c", "copy", folder.appendingPathComponent("a.mp4").path])
         try FileManager.default.copyItem(at: scratch.appendingPathComponent("text.mp4"), to: folder.appendingPathComponent("b.mp4"))
-        try FileManager.default.copyItem(at: try sharedFile("images", "bus.jpg"), to: folder.appendingPathComponent("c.jpg"))
+        try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent("c.jpg"))
         var result = try yolo(["predict", "--source", folder.path, "--imgsz", "160", "--save-json", "mixed.json"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stderr.hasPrefix("WARNING ⚠️ video 2/3 skipped: cannot open \(folder.path)/b.mp4: "), result.stderr)
@@ -170,7 +171,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         func peak(frames: Int) throws -> Int {
             let video = scratch.appendingPathComponent("test-\(frames).mp4")
             try ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x96:rate=25", "-frames:v", String(frames), "-pix_fmt", "yuv420p", video.path])
-            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
             let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", video.path, "--imgsz", "64", "--save",
                                                                    "--save-json", "out-\(frames).json", "--save-csv", "out-\(frames).csv"],
                                                       in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
@@ -190,8 +191,8 @@ final class TrackCommandTests: CommandTestCase {
     /// pan.mp4 with ByteTrack: every frame's boxes and IDs as Ultralytics'
     /// `track(persist=True)`, the IDs in CSV rows and at the end of label lines.
     func testTrackIDsMatchUltralytics() throws {
-        let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
-        let result = try runCommand(executable, ["track", "--source", try sharedFile("videos", "pan.mp4").path, "--save-json", "t.json",
+        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+        let result = try runCommand(executable, ["track", "--source", try sharedFile("videos/pan.mp4").path, "--save-json", "t.json",
                                                  "--save-csv", "t.csv", "--save-txt", "--quiet"],
                                     in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -202,7 +203,7 @@ final class TrackCommandTests: CommandTestCase {
         struct Reference: Decodable { var frames: [Frame] }
         let ours = try JSONDecoder().decode([Frame].self, from: Data(contentsOf: scratch.appendingPathComponent("t.json")))
         let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
-            sharedFile("reference", "video/pan-track-yolo26n.json"))).frames
+            sharedFile("reference/video/pan-track-yolo26n.json"))).frames
         XCTAssertEqual(ours.count, reference.count)
         for (a, b) in zip(ours, reference) {
             XCTAssertEqual(a.boxes.cls, b.boxes.cls, "frame \(a.frame)")
@@ -213,7 +214,7 @@ final class TrackCommandTests: CommandTestCase {
         let label = try String(contentsOf: scratch.appendingPathComponent("runs/track/exp/labels/pan_1.txt"), encoding: .utf8)
         XCTAssertEqual(label.split(separator: "\n")[0].split(separator: " ").count, 7, "cls cx cy w h conf id")
 
-        let bad = try runCommand(executable, ["track", "--model", "yolo26n-cls", "--source", try sharedFile("videos", "pan.mp4").path],
+        let bad = try runCommand(executable, ["track", "--model", "yolo26n-cls", "--source", try sharedFile("videos/pan.mp4").path],
                                  in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
         XCTAssertEqual(bad.status, 1)
         XCTAssertEqual(bad.stderr, "Error: classify results have no boxes to track; track detect, segment or pose results\n")

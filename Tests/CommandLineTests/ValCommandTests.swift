@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// `yolo val` run as a user would run it.
@@ -6,13 +7,13 @@ final class ValCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     private func yolo(_ arguments: [String]) throws -> CommandResult {
-        let weights = try sharedFile("weights", "yolo11n.safetensors").deletingLastPathComponent()
+        let weights = try weightsFile("yolo11n.safetensors").deletingLastPathComponent()
         return try runCommand(executable, arguments, in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
     }
 
     /// coco8.yaml with `path` at the shared copy and only a class count: the table shows the model's names.
     private func coco8YAML() throws -> String {
-        let coco8 = try sharedFile("datasets", "coco8")
+        let coco8 = try sharedFile("datasets/coco8")
         let yaml = "path: \(coco8.path)\ntrain: images/train\nval: images/val\nnc: 80\n"
         try yaml.write(to: scratch.appendingPathComponent("coco8.yaml"), atomically: true, encoding: .utf8)
         return "coco8.yaml"

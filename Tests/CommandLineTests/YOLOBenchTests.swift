@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Runs the built `yolo-bench` executable as a user would: exit status, stdout and stderr.
@@ -149,7 +150,7 @@ final class YOLOBenchTests: CommandTestCase {
 
     /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
     func testNameFindsTheWeightFile() throws {
-        let file = try sharedFile("weights", "yolo26n.safetensors")
+        let file = try weightsFile("yolo26n.safetensors")
         let directory = scratch.appendingPathComponent("weights")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let link = directory.appendingPathComponent("yolo11n.safetensors")
@@ -161,7 +162,7 @@ final class YOLOBenchTests: CommandTestCase {
 
     /// `--source` times every stage of YOLOCore's prediction on the letterboxed image.
     func testSourceTimesEveryStage() throws {
-        let weights = try sharedFile("weights", "yolo26n.safetensors"), image = try sharedFile("images", "bus.jpg")
+        let weights = try weightsFile("yolo26n.safetensors"), image = try sharedFile("images/bus.jpg")
         let run = try XCTUnwrap(try benchJSON(["--model", weights.path, "--source", image.path, "--no-per-layer"] + short)
             .first)
         let pipeline = try XCTUnwrap(run["pipeline"] as? [String: Any])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// `yolo predict` and `yolo dump` run as a user would run them.
@@ -6,13 +7,13 @@ final class YOLOCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     func yolo(_ arguments: [String]) throws -> CommandResult {
-        let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
         return try runCommand(executable, arguments, in: scratch,
                               environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path])
     }
 
     func testPredictPrintsSavesLabelsAndJSON() throws {
-        let images = try sharedFile("images", "bus.jpg").deletingLastPathComponent()
+        let images = try sharedFile("images/bus.jpg").deletingLastPathComponent()
         let result = try yolo(["predict", "--model", "yolo26n", "--source", images.path + "/[bz][ui]*.jpg",
                                "--save", "--save-txt", "--save-json", "out.json"])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -46,7 +47,7 @@ final class YOLOCommandTests: CommandTestCase {
     }
 
     func testPredictSegmentPoseOBBAndClassify() throws {
-        let bus = try sharedFile("images", "bus.jpg").path, boats = try sharedFile("images", "boats.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path, boats = try sharedFile("images/boats.jpg").path
         func run(_ model: String, _ source: String) throws -> CommandResult {
             let result = try yolo(["predict", "--model", model, "--source", source, "--save", "--save-txt",
                                    "--save-json", model + ".json", "--name", model])
@@ -103,7 +104,7 @@ final class YOLOCommandTests: CommandTestCase {
                           ["predict", "--source", "x.jpg", "--conf", "2"],
                           ["predict", "--source", "x.jpg", "--task", "depth"],
                           ["predict", "--model", "yolo26n-cls", "--task", "detect",
-                           "--source", try sharedFile("images", "bus.jpg").path]] {
+                           "--source", try sharedFile("images/bus.jpg").path]] {
             let result = try yolo(arguments)
             XCTAssertNotEqual(result.status, 0, "\(arguments)")
             XCTAssertTrue(result.stderr.hasPrefix("Error: "), "\(arguments): \(result.stderr)")
@@ -119,8 +120,8 @@ final class YOLOCommandTests: CommandTestCase {
     func testUnreadableImagesAreSkippedAndTheRestWritten() throws {
         let folder = scratch.appendingPathComponent("mixed")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: try sharedFile("images", "bus.jpg"), to: folder.appendingPathComponent("a-bus.jpg"))
-        try FileManager.default.copyItem(at: try sharedFile("images", "zidane.jpg"), to: folder.appendingPathComponent("z-zidane.jpg"))
+        try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent("a-bus.jpg"))
+        try FileManager.default.copyItem(at: try sharedFile("images/zidane.jpg"), to: folder.appendingPathComponent("z-zidane.jpg"))
         try Data("not an image".utf8).write(to: folder.appendingPathComponent("b-fake.jpg"))
         try Data("BM\u{0}\u{0}".utf8).write(to: folder.appendingPathComponent("c.bmp"))
         try Data("RIFF\u{0}\u{0}\u{0}\u{0}WEBP".utf8).write(to: folder.appendingPathComponent("d.webp"))
@@ -149,7 +150,7 @@ final class YOLOCommandTests: CommandTestCase {
 
     /// Output paths that cannot be written fail at once, in one line, before any inference.
     func testUnwritableOutputsFailFirstAndClearly() throws {
-        let bus = try sharedFile("images", "bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         try Data("a file".utf8).write(to: scratch.appendingPathComponent("file"))
         for (arguments, message) in [
             (["--save-json", "missing/out.json"], "Error: cannot write --save-json missing/out.json: No such file or directory"),
@@ -166,7 +167,7 @@ final class YOLOCommandTests: CommandTestCase {
     /// Results are written as they complete and not kept: 300 images peak within 20 MB of 3
     /// (each result held its decoded image, 3.8 MB an image).
     func testMemoryDoesNotGrowWithTheNumberOfImages() throws {
-        let bus = try sharedFile("images", "bus.jpg")
+        let bus = try sharedFile("images/bus.jpg")
         func peak(images: Int) throws -> Int {
             let folder = scratch.appendingPathComponent("images-\(images)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -174,7 +175,7 @@ final class YOLOCommandTests: CommandTestCase {
                 try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(String(format: "%04d.jpg", i)),
                                                            withDestinationURL: bus)
             }
-            let weights = try sharedFile("weights", "yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
             let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", folder.path, "--imgsz", "160",
                                                                    "--save-json", "out-\(images).json", "--save-txt"],
                                                       in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
@@ -187,7 +188,7 @@ final class YOLOCommandTests: CommandTestCase {
     }
 
     func testDumpWritesEveryLayer() throws {
-        let input = try sharedFile("reference", "yolo26n/zidane.safetensors")
+        let input = try sharedFile("reference/yolo26n/zidane.safetensors")
         let result = try yolo(["dump", "--model", "yolo26n", "--input", input.path, "--output", "layers.safetensors"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("wrote 26 tensors"), result.stdout)

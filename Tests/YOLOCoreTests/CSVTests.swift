@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
 /// `Results.csv()`: one row per detection in `csvHeader`'s columns, for every task.
 final class CSVTests: XCTestCase {
     func testRowsForBoxesRotatedBoxesAndClasses() async throws {
-        let bus = Fixtures.shared.appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         var detect = try await Fixtures.model("yolo26n").predict(bus)
         var rows = detect.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
         XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 10)
@@ -21,7 +22,7 @@ final class CSVTests: XCTestCase {
         detect.frame = 7
         XCTAssertTrue(detect.csv().hasPrefix("\"a,\"\"b\"\".jpg\",7,0,person,"), detect.csv())
 
-        let obb = try await Fixtures.model("yolo26n-obb").predict(Fixtures.shared.appendingPathComponent("images/boats.jpg").path)
+        let obb = try await Fixtures.model("yolo26n-obb").predict(try sharedFile("images/boats.jpg").path)
         rows = obb.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
         XCTAssertGreaterThan(obb.obb.count, 0)
         XCTAssertEqual(rows.count, obb.obb.count)

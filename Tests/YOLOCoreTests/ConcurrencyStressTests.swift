@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
@@ -20,20 +21,15 @@ final class ConcurrencyStressTests: XCTestCase {
     }
 
     func testConcurrentPredictionsMatchSequentialOnes() async throws {
-        let shared = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
-        let weights = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? shared.appendingPathComponent("weights")
         var configuration = YOLOConfiguration()
         // Small inputs keep 1600 predictions to seconds (sharing is what is under test); a low
         // threshold keeps boxes to compare at that size.
         configuration.imageSize = 128
         configuration.confidence = 0.05
-        let model = try YOLO(contentsOf: weights.appendingPathComponent("yolo26n.safetensors"),
+        let model = try YOLO(contentsOf: weightsFile("yolo26n"),
                              configuration: configuration)
         let images = try ["bus", "zidane"].map {
-            try Image(contentsOf: shared.appendingPathComponent("images/\($0).jpg"))
+            try Image(contentsOf: sharedFile("images/\($0).jpg"))
         }
         var sequential = [Fingerprint]()
         for image in images {

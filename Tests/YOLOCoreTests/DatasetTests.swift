@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
@@ -96,7 +97,7 @@ final class DatasetTests: XCTestCase {
     /// A split with every kind of bad label, as /tmp/broken was made for the Ultralytics run below:
     /// copies of coco8 val images a…l, labels/val/<name>.txt as listed (no e.txt), f.jpg not an image.
     private func brokenDataset() throws -> URL {
-        let coco8 = try ImageFixtures.shared("datasets/coco8")
+        let coco8 = try sharedFile("datasets/coco8")
         let images = scratch.appendingPathComponent("broken/images/val")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
         for name in "abcdeghijkl" {
@@ -168,7 +169,7 @@ final class DatasetTests: XCTestCase {
     func testSplitWithoutLabels() async throws {
         let images = scratch.appendingPathComponent("bg/images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: ImageFixtures.shared("datasets/coco8/images/val/000000000042.jpg"),
+        try FileManager.default.copyItem(at: sharedFile("datasets/coco8/images/val/000000000042.jpg"),
                                          to: images.appendingPathComponent("x.jpg"))
         let yaml = try write("path: bg\nval: images\nnc: 80\n", "bg.yaml")
         let r = try await ValidationTests.model("yolo26n").val(data: yaml.path)
@@ -184,7 +185,7 @@ final class DatasetTests: XCTestCase {
     func testExtraClassesSkippedAndMaxDetRaised() async throws {
         let images = scratch.appendingPathComponent("many/images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: ImageFixtures.shared("datasets/coco8/images/val/000000000042.jpg"),
+        try FileManager.default.copyItem(at: sharedFile("datasets/coco8/images/val/000000000042.jpg"),
                                          to: images.appendingPathComponent("x.jpg"))
         let rows = (0..<301).map { "0 \(0.01 + Double($0 % 20) * 0.049) \(0.01 + Double($0 / 20) * 0.06) 0.01 0.01" } + ["80 0.5 0.5 0.2 0.2"]
         _ = try write(rows.joined(separator: "\n") + "\n", "many/labels/x.txt")

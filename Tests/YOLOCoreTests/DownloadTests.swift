@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
@@ -76,13 +77,6 @@ final class DownloadTests: XCTestCase {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-    }
-
-    private func weightsFile(_ name: String) throws -> URL {
-        let shared = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/weights")
-        let directory = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) } ?? shared
-        return directory.appendingPathComponent(name + ".safetensors")
     }
 
     func testDownloadsOnceVerifiesAndLoadsFromCache() async throws {
@@ -241,7 +235,7 @@ final class DownloadTests: XCTestCase {
         let weights = root.appendingPathComponent("weights")
         try FileManager.default.createDirectory(at: weights, withIntermediateDirectories: true)
         let saved = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"]
-        let checkpoint = try weightsFile("yolo26n").deletingLastPathComponent().appendingPathComponent("yolo26n-w8.pt")
+        let checkpoint = try weightsFile("yolo26n-w8.pt")
         setenv("YOLO_WEIGHTS_DIR", weights.path, 1)
         defer {
             if let saved { setenv("YOLO_WEIGHTS_DIR", saved, 1) } else { unsetenv("YOLO_WEIGHTS_DIR") }

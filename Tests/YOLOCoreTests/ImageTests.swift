@@ -1,25 +1,10 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
 /// Test data shared by the image and letterbox tests.
 enum ImageFixtures {
-    struct Missing: Error, CustomStringConvertible {
-        let path: String
-        var description: String { "test data not found at \(path); set YOLO_SHARED_DIR" }
-    }
-
-    /// `YOLO_SHARED_DIR`, or `../shared` beside the package root as on CI. Missing data fails.
-    static func shared(_ path: String) throws -> URL {
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let directory = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
-        let url = directory.appendingPathComponent(path)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw Missing(path: url.path) }
-        return url
-    }
-
     /// A deterministic RGB test pattern, `width × height × 3` bytes.
     static func pattern(width: Int, height: Int) -> [UInt8] {
         var out: [UInt8] = []
@@ -116,7 +101,7 @@ final class ImageTests: XCTestCase {
             ("boats.jpg", 1920, 1080, 0xDD9F_EC4B_86E0_51AC),
         ]
         for (name, width, height, digest) in expected {
-            let image = try Image(contentsOf: ImageFixtures.shared("images/" + name))
+            let image = try Image(contentsOf: sharedFile("images/" + name))
             XCTAssertEqual(image.width, width, name)
             XCTAssertEqual(image.height, height, name)
             XCTAssertEqual(fnv1a(image.pixels), digest, "\(name) differs from cv2.imread")
@@ -419,7 +404,7 @@ final class ImageTests: XCTestCase {
     func testEndMarkersAreRequiredAsOpenCVRequiresThem() throws {
         // A JPEG missing only its EOI marker decodes whole (libjpeg merely warns, as in
         // cv2.imread); one cut within its scan data is truncated.
-        let bus = try Data(contentsOf: ImageFixtures.shared("images/bus.jpg"))
+        let bus = try Data(contentsOf: sharedFile("images/bus.jpg"))
         XCTAssertEqual(Array(bus.suffix(2)), [0xFF, 0xD9])
         XCTAssertEqual(try Image(data: Data(bus.dropLast(2))), try Image(data: bus))
         XCTAssertThrowsError(try Image(data: Data(bus.prefix(bus.count / 2)))) { error in

@@ -1,19 +1,12 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
 /// Final results against Ultralytics 8.4.190 (`reference/<model>/<image>.json`).
 final class PredictTests: XCTestCase {
-    private func shared() -> URL {
-        ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
-    }
-
     private func model(_ name: String) async throws -> YOLO {
-        let directory = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? shared().appendingPathComponent("weights")
-        return try YOLO(contentsOf: directory.appendingPathComponent(name + ".safetensors"))
+        try YOLO(contentsOf: weightsFile(name))
     }
 
     private func iou(_ a: [Float], _ b: [Float]) -> Float {
@@ -25,9 +18,9 @@ final class PredictTests: XCTestCase {
     /// Same boxes in the same order: equal classes, IoU ≥ 0.99, confidence within 0.005.
     private func check(_ modelName: String, _ image: String) async throws {
         let yolo = try await model(modelName)
-        let result = try await yolo.predict(shared().appendingPathComponent("images/\(image).jpg").path)
+        let result = try await yolo.predict(try sharedFile("images/\(image).jpg").path)
         let expected = try JSONDecoder().decode(Results.self, from: Data(contentsOf:
-            shared().appendingPathComponent("reference/\(modelName)/\(image).json")))
+            sharedFile("reference/\(modelName)/\(image).json")))
         XCTAssertEqual(result.originalShape, expected.originalShape)
         XCTAssertEqual(result.inputShape, expected.inputShape)
         XCTAssertEqual(result.boxes.map(\.cls), expected.boxes.map(\.cls), "\(modelName)/\(image) classes")
@@ -48,11 +41,11 @@ final class PredictTests: XCTestCase {
 
     private func expected(_ modelName: String, _ image: String) throws -> Results {
         try JSONDecoder().decode(Results.self, from: Data(contentsOf:
-            shared().appendingPathComponent("reference/\(modelName)/\(image).json")))
+            sharedFile("reference/\(modelName)/\(image).json")))
     }
 
     private func predict(_ modelName: String, _ image: String) async throws -> Results {
-        try await model(modelName).predict(shared().appendingPathComponent("images/\(image).jpg").path)
+        try await model(modelName).predict(try sharedFile("images/\(image).jpg").path)
     }
 
     /// Boxes as `check`, masks IoU ≥ 0.95 against `<image>.masks.safetensors` (input resolution)
@@ -68,7 +61,7 @@ final class PredictTests: XCTestCase {
             worstIoU = min(worstIoU, iou(a.xyxy, e.xyxy))
             worstConf = max(worstConf, abs(a.conf - e.conf))
         }
-        let file = shared().appendingPathComponent("reference/yolo26n-seg/\(image).masks.safetensors")
+        let file = try sharedFile("reference/yolo26n-seg/\(image).masks.safetensors")
         let masks = try referenceMasks(file)
         let plane = masks.shape[1] * masks.shape[2]
         for (i, mask) in result.masks.enumerated() where i < masks.shape[0] {
@@ -174,7 +167,7 @@ final class PredictTests: XCTestCase {
     func testLegacyClassifyZidane() async throws { try await checkClassify("yolo11n-cls", "zidane") }
 
     func testTaskMismatchIsATypedError() async throws {
-        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         let detector = try await model("yolo26n")
         XCTAssertEqual(detector.task, .detect)
         for task in [YOLOTask.segment, .pose, .obb, .classify] {
@@ -236,7 +229,7 @@ final class PredictTests: XCTestCase {
     /// One model shared by many tasks gives the same results as sequential use.
     func testConcurrentPredictionsMatchSequential() async throws {
         let yolo = try await model("yolo26n")
-        let paths = ["bus", "zidane", "bus", "zidane"].map { shared().appendingPathComponent("images/\($0).jpg").path }
+        let paths = try ["bus", "zidane", "bus", "zidane"].map { try sharedFile("images/\($0).jpg").path }
         var sequential = [[Box]]()
         for path in paths { sequential.append(try await yolo.predict(path).boxes) }
         let concurrent = try await withThrowingTaskGroup(of: (Int, [Box]).self) { group in
@@ -251,7 +244,7 @@ final class PredictTests: XCTestCase {
     /// Configuration changes apply from the next prediction on.
     func testConfigurationChangesApplyToTheNextPrediction() async throws {
         let yolo = try await model("yolo26n")
-        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         let all = try await yolo.predict(bus).boxes
         XCTAssertEqual(all.count, 5)
         yolo.configuration.classes = [5]
@@ -299,7 +292,7 @@ final class PredictTests: XCTestCase {
     /// the largest size that fits; that size then runs.
     func testImageSizeOverTheMemoryBudgetIsRefused() async throws {
         let yolo = try await model("yolo26n")
-        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         var config = YOLOConfiguration()
         config.imageSize = 8192
         config.memoryBudget = 2_000_000_000
@@ -334,7 +327,7 @@ final class PredictTests: XCTestCase {
 
     func testJSONKeysFollowTheReference() async throws {
         let yolo = try await model("yolo26n")
-        var result = try await yolo.predict(shared().appendingPathComponent("images/bus.jpg").path)
+        var result = try await yolo.predict(try sharedFile("images/bus.jpg").path)
         result.path = "bus.jpg"
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(result)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), ["image", "orig_shape", "input_shape", "speed_ms", "boxes"])
@@ -347,7 +340,7 @@ final class PredictTests: XCTestCase {
     /// and one row per anchor when agnostic.
     func testMaxDetectionsAboveThreeHundredAndAgnostic() async throws {
         let yolo = try await model("yolo26n")
-        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         yolo.configuration.confidence = 0
         yolo.configuration.maxDetections = 1000
         let many = try await yolo.predict(bus).boxes
@@ -367,7 +360,7 @@ final class PredictTests: XCTestCase {
     /// The configuration's line width is what `annotated()` draws with by default.
     func testConfigurationLineWidthReachesTheDrawing() async throws {
         let yolo = try await model("yolo26n")
-        let bus = shared().appendingPathComponent("images/bus.jpg").path
+        let bus = try sharedFile("images/bus.jpg").path
         yolo.configuration.lineWidth = 1
         let thin = try await yolo.predict(bus)
         XCTAssertEqual(thin.lineWidth, 1)

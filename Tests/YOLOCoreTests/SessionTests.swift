@@ -1,21 +1,15 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
-/// Paths and models the stream tests share.
+/// Models and scratch directories the stream tests share.
 enum Fixtures {
-    static let shared: URL = ProcessInfo.processInfo.environment["YOLO_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
-        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
-    static let pan = shared.appendingPathComponent("videos/pan.mp4")
-
     /// A model from the weights directory, at `imageSize` (nil: its own) to keep tests fast.
     static func model(_ name: String, imageSize: Int? = nil) throws -> YOLO {
-        let directory = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? shared.appendingPathComponent("weights")
         var configuration = YOLOConfiguration()
         configuration.imageSize = imageSize
-        return try YOLO(contentsOf: directory.appendingPathComponent(name + ".safetensors"), configuration: configuration)
+        return try YOLO(contentsOf: weightsFile(name), configuration: configuration)
     }
 
     /// A fresh temporary directory, removed at the end of `test`.
@@ -31,7 +25,7 @@ enum Fixtures {
 final class SessionTests: XCTestCase {
     func testImageDirectoryInNaturalOrder() async throws {
         let directory = try Fixtures.temporaryDirectory(self)
-        let bus = Fixtures.shared.appendingPathComponent("images/bus.jpg")
+        let bus = try sharedFile("images/bus.jpg")
         for name in ["img10.jpg", "img2.jpg", "img1.jpg", "notes.txt"] {
             try FileManager.default.copyItem(at: bus, to: directory.appendingPathComponent(name))
         }
@@ -58,18 +52,18 @@ final class SessionTests: XCTestCase {
 
     /// `frameStride` 3 reads frames 2, 5, 8, … as Ultralytics' `vid_stride` does.
     func testFrameStrideKeepsEveryNthFrame() async throws {
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")),
                                       frameStride: 3)
         var frames = [Int]()
         for await result in session.results { frames.append(result.frame!) }
         XCTAssertNil(session.error)
         XCTAssertEqual(frames, Array(stride(from: 2, to: 150, by: 3)))
-        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan),
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")),
                                              frameStride: 0))
     }
 
     func testFramesInOrderAndLatestResult() async throws {
-        let image = try Image(contentsOf: Fixtures.shared.appendingPathComponent("images/zidane.jpg"))
+        let image = try Image(contentsOf: sharedFile("images/zidane.jpg"))
         let (frames, feed) = AsyncStream.makeStream(of: Image.self)
         for _ in 0..<5 { feed.yield(image) }
         feed.finish()
@@ -88,7 +82,7 @@ final class SessionTests: XCTestCase {
 
     /// No result arrives between `pause()` and `resume()`; the source continues where it was.
     func testPauseHoldsResultsUntilResume() async throws {
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")))
         var pausedAt = ContinuousClock.now
         var arrivals = [(frame: Int, at: ContinuousClock.Instant)]()
         for await result in session.results {
@@ -111,7 +105,7 @@ final class SessionTests: XCTestCase {
     /// other code may share.
     func testConfigurationChangeAppliesToNextFrame() async throws {
         let model = try Fixtures.model("yolo26n", imageSize: 320)
-        let session = try YOLOSession(model: model, source: .video(Fixtures.pan))
+        let session = try YOLOSession(model: model, source: .video(try sharedFile("videos/pan.mp4")))
         var lowest = [Int: Float]()
         for await result in session.results {
             let frame = result.frame!
@@ -128,7 +122,7 @@ final class SessionTests: XCTestCase {
 
     /// An invalid setting ends the session at the next frame with the model's error.
     func testInvalidConfigurationEndsTheSession() async throws {
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")))
         var frames = [Int]()
         for await result in session.results {
             frames.append(result.frame!)
@@ -141,7 +135,7 @@ final class SessionTests: XCTestCase {
     /// Detect → segment on a running video: the frames go on counting, the task changes.
     func testModelSwapAppliesToNextFrame() async throws {
         let segmenter = try Fixtures.model("yolo26n-seg", imageSize: 320)
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(Fixtures.pan))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(try sharedFile("videos/pan.mp4")))
         var tasks = [YOLOTask]()
         var hasMasks = [Bool]()
         for await result in session.results {
@@ -157,7 +151,7 @@ final class SessionTests: XCTestCase {
     }
 
     func testStopEndsTheStreamEarly() async throws {
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")))
         var count = 0
         for await result in session.results {
             count += 1

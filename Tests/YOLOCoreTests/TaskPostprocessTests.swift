@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLOCore
 import YOLONet
@@ -29,13 +30,13 @@ func referenceMasks(_ url: URL) throws -> (shape: [Int], bytes: [UInt8]) {
 /// (`<image>.json`, `<image>.masks.safetensors`): the network is not involved.
 final class TaskPostprocessTests: XCTestCase {
     private func reference(_ model: String, _ image: String) throws -> (SafeTensorsFile, Results) {
-        let tensors = try SafeTensorsFile(contentsOf: ImageFixtures.shared("reference/\(model)/\(image).safetensors"))
-        let json = try JSONDecoder().decode(Results.self, from: Data(contentsOf: ImageFixtures.shared("reference/\(model)/\(image).json")))
+        let tensors = try SafeTensorsFile(contentsOf: sharedFile("reference/\(model)/\(image).safetensors"))
+        let json = try JSONDecoder().decode(Results.self, from: Data(contentsOf: sharedFile("reference/\(model)/\(image).json")))
         return (tensors, json)
     }
 
     private func transform(_ image: String, imgsz: Int = 640) throws -> LetterboxTransform {
-        let decoded = try Image(contentsOf: ImageFixtures.shared("images/\(image).jpg"))
+        let decoded = try Image(contentsOf: sharedFile("images/\(image).jpg"))
         return Letterbox(imgsz: imgsz).transform(width: decoded.width, height: decoded.height)
     }
 
@@ -56,7 +57,7 @@ final class TaskPostprocessTests: XCTestCase {
         let raw = selectEndToEnd(rows, YOLOConfiguration())
         let masks = processMasks(protos: protos, coefficients: raw.map(\.extra), boxes: raw.map(\.box),
                                  inputWidth: t.inputWidth, inputHeight: t.inputHeight)
-        let reference = try referenceMasks(ImageFixtures.shared("reference/yolo26n-seg/bus.masks.safetensors"))
+        let reference = try referenceMasks(try sharedFile("reference/yolo26n-seg/bus.masks.safetensors"))
         XCTAssertEqual(reference.shape, [expected.masks.count, t.inputHeight, t.inputWidth])
         let kept = masks.filter { $0.area > 0 }
         XCTAssertEqual(kept.count, expected.masks.count)
@@ -78,9 +79,9 @@ final class TaskPostprocessTests: XCTestCase {
     func testOutlinesOfReferenceMasksEqualUltralyticsPolygons() throws {
         for image in ["bus", "zidane"] {
             let expected = try JSONDecoder().decode(Results.self, from: Data(contentsOf:
-                ImageFixtures.shared("reference/yolo26n-seg/\(image).json")))
+                sharedFile("reference/yolo26n-seg/\(image).json")))
             let t = try transform(image)
-            let masks = try referenceMasks(ImageFixtures.shared("reference/yolo26n-seg/\(image).masks.safetensors"))
+            let masks = try referenceMasks(try sharedFile("reference/yolo26n-seg/\(image).masks.safetensors"))
             let plane = t.inputHeight * t.inputWidth
             for i in 0..<masks.shape[0] {
                 let mask = try XCTUnwrap(BinaryMask(width: t.inputWidth, height: t.inputHeight,
@@ -129,10 +130,10 @@ final class TaskPostprocessTests: XCTestCase {
 
     func testClassifyPreprocessingIsExactlyUltralytics() throws {
         for image in ["bus", "zidane"] {
-            let decoded = try Image(contentsOf: ImageFixtures.shared("images/\(image).jpg"))
+            let decoded = try Image(contentsOf: sharedFile("images/\(image).jpg"))
             let input = ClassifyTransform(size: 224)(decoded)
             for model in ["yolo26n-cls", "yolo11n-cls"] {
-                let reference = try SafeTensorsFile(contentsOf: ImageFixtures.shared("reference/\(model)/\(image).safetensors"))
+                let reference = try SafeTensorsFile(contentsOf: sharedFile("reference/\(model)/\(image).safetensors"))
                     .tensor("input")
                 XCTAssertEqual(input.shape, reference.shape)
                 let worst = zip(input.scalars, reference.scalars).map { abs($0 - $1) * 255 }.max() ?? .infinity

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
@@ -48,15 +49,13 @@ final class ValidationTests: XCTestCase {
     }
 
     static func model(_ name: String) throws -> YOLO {
-        let directory = try ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"].map { URL(fileURLWithPath: $0) }
-            ?? ImageFixtures.shared("weights")
-        return try YOLO(contentsOf: directory.appendingPathComponent(name + ".safetensors"))
+        try YOLO(contentsOf: weightsFile(name))
     }
 
     /// coco8.yaml as Ultralytics ships it, with `path` at the shared copy and names as a map.
     static func coco8YAML(in directory: URL, names: [String]) throws -> URL {
         let yaml = directory.appendingPathComponent("coco8.yaml")
-        try ("path: \(try ImageFixtures.shared("datasets/coco8").path)\ntrain: images/train\nval: images/val\ntest:\nnames:\n"
+        try ("path: \(try sharedFile("datasets/coco8").path)\ntrain: images/train\nval: images/val\ntest:\nnames:\n"
             + names.enumerated().map { "  \($0.offset): \($0.element)\n" }.joined()).write(to: yaml, atomically: true, encoding: .utf8)
         return yaml
     }

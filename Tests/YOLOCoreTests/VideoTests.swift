@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 import YOLOCore
 
@@ -25,7 +26,7 @@ final class VideoTests: XCTestCase {
 
     /// BoT-SORT without camera-motion compensation (`trackers/botsort-nogmc.yaml`), likewise.
     func testPanBoTSORTParityWithUltralytics() async throws {
-        let tracker = try TrackerConfiguration(named: Fixtures.shared.appendingPathComponent("trackers/botsort-nogmc.yaml").path)
+        let tracker = try TrackerConfiguration(named: sharedFile("trackers/botsort-nogmc.yaml").path)
         try await checkPan(reference: "pan-track-botsort-yolo26n.json", tracker: tracker)
     }
 
@@ -39,8 +40,8 @@ final class VideoTests: XCTestCase {
             var frames: [Frame]
         }
         let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf:
-            Fixtures.shared.appendingPathComponent("reference/video/" + name)))
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(Fixtures.pan), tracker: tracker)
+            sharedFile("reference/video/" + name)))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n"), source: .video(try sharedFile("videos/pan.mp4")), tracker: tracker)
         XCTAssertEqual(session.frameCount, 150)
         XCTAssertEqual(session.frameRate, 25)
         var frames = 0, boxes = 0, sameIDs = 0, worstIoU: Float = 1, worstConf: Float = 0
@@ -83,7 +84,7 @@ final class VideoTests: XCTestCase {
         let directory = try Fixtures.temporaryDirectory(self)
         // The index (moov) first, as a streamable file has it, so that a cut leaves it whole.
         let whole = directory.appendingPathComponent("whole.mp4"), cut = directory.appendingPathComponent("cut.mp4")
-        try ffmpeg(["-i", Fixtures.pan.path, "-c", "copy", "-movflags", "+faststart", whole.path])
+        try ffmpeg(["-i", sharedFile("videos/pan.mp4").path, "-c", "copy", "-movflags", "+faststart", whole.path])
         let bytes = try Data(contentsOf: whole)
         try bytes.prefix(bytes.count / 3).write(to: cut)
 
@@ -104,7 +105,7 @@ final class VideoTests: XCTestCase {
     /// A stream rotated a quarter turn is delivered upright, its sides swapped.
     func testRotatedVideoIsDeliveredUpright() async throws {
         let rotated = try Fixtures.temporaryDirectory(self).appendingPathComponent("rotated.mp4")
-        try ffmpeg(["-i", Fixtures.pan.path, "-t", "0.2", "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+        try ffmpeg(["-i", sharedFile("videos/pan.mp4").path, "-t", "0.2", "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
         let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(rotated))
         var shapes = [[Int]]()
         for await result in session.results { shapes.append(result.originalShape) }
@@ -162,7 +163,7 @@ final class VideoTests: XCTestCase {
         let path = String(cString: getenv("PATH"))
         setenv("PATH", "/nonexistent", 1)
         defer { setenv("PATH", path, 1) }
-        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(Fixtures.pan))) { error in
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")))) { error in
             XCTAssertEqual(error as? SourceError, .toolNotFound(tool: "ffprobe", searched: "/nonexistent"))
             XCTAssertTrue(error.localizedDescription.contains("Debian package ffmpeg"), error.localizedDescription)
         }
