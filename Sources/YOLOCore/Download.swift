@@ -144,9 +144,9 @@ enum ModelCache {
     }
 }
 
-/// libcurl, loaded at run time by the first download: linked through FoundationNetworking's
-/// URLSession, it and the thirty TLS, HTTP and Kerberos libraries it needs were mapped into every
-/// process that used YOLOCore, downloading or not (6 MB of a yolo26n benchmark's resident memory).
+/// libcurl, loaded at run time by the first download: linked (as FoundationNetworking's URLSession
+/// links it), it and the thirty TLS, HTTP and Kerberos libraries it needs would be mapped into every
+/// process using YOLOCore, downloading or not (docs/PERFORMANCE.md, peak memory).
 /// libcurl 4 is a dependency of Swift's Linux toolchain, so it is there wherever Swift runs.
 private enum Curl {
     private typealias Handle = OpaquePointer

@@ -66,7 +66,7 @@ func layerMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup
 /// OpenBLAS's sgemm throughput on a 1024³ product, the ceiling the per-layer GFLOP/s are
 /// compared with, and the kernels it runs. Measured by `yolo-bench sgemm` in a child process: a
 /// detection model never loads OpenBLAS, which keeps its packing buffers for the life of a
-/// process (4.5 MB here), and the peak RSS reported is the model's.
+/// process, and the peak RSS reported is the model's.
 func sgemmPeak(threads: Int) throws -> (gflops: Double, core: String) {
     let process = Process(), output = Pipe()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe")

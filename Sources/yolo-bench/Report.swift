@@ -273,8 +273,8 @@ private let buildCommit: String = {
 }()
 
 /// Now as ISO 8601 in UTC ("2026-11-25T12:45:00Z"), through the C library: Foundation's
-/// ISO8601DateFormatter loads ICU, 4 MB of resident memory that every record after the first
-/// counted in its peak RSS (`--threads 1,2` printed 65–69 MB where one series printed 61–63).
+/// ISO8601DateFormatter loads ICU, whose memory every record after the first would count in its
+/// peak RSS.
 private func utcTimestamp() -> String {
     var now = time(nil), parts = tm()
     gmtime_r(&now, &parts)
