@@ -22,7 +22,7 @@ enum Fixtures {
 }
 
 /// `YOLOSession`: order, pause and resume, live settings, model swap, stop, dropping.
-final class SessionTests: XCTestCase {
+final class YOLOSessionTests: XCTestCase {
     func testImageDirectoryInNaturalOrder() async throws {
         let directory = try Fixtures.temporaryDirectory(self)
         let bus = try sharedFile("images/bus.jpg")

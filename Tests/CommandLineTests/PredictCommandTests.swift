@@ -3,7 +3,7 @@ import TestSupport
 import XCTest
 
 /// `yolo predict` and `yolo dump` run as a user would run them.
-final class YOLOCommandTests: CommandTestCase {
+final class PredictCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     func yolo(_ arguments: [String]) throws -> CommandResult {
