@@ -12,11 +12,6 @@ import CTargetFeatures
 /// each over the class pairs' points of every input channel (K = 4, 2 or 1 × Cin): output (r, c)
 /// is G(r, c) + G(r, shared) + G(shared, c) + G(shared, shared).
 enum Stride2Tiles {
-    /// Whether weights of `shape` for `p` take this layout.
-    static func fits(_ shape: [Int], _ p: Conv2DParameters) -> Bool {
-        p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && shape[0] >= 64
-    }
-
     /// The points of each class: own to output 0, own to output 1, shared.
     static let classes = [[0, 1], [3, 4], [2]]
     /// G (5 × 3): the points' filter rows.

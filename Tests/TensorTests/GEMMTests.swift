@@ -104,7 +104,7 @@ final class GEMMTests: XCTestCase {
                 let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, ho, wo], seed: seed &+ 3)
                 seed += 4
                 let weights = ConvWeights(weight, p)
-                XCTAssertTrue(weights.isTiles)
+                XCTAssertEqual(weights.algorithm, .stride2Tiles3x3)
                 var y = [Float](repeating: .nan, count: cout * ho * wo)
                 y.withUnsafeMutableBufferPointer { py in
                     x.withMap { xm in
