@@ -2,7 +2,7 @@ import Foundation
 
 /// What the CPU offers, read once from /proc/cpuinfo (Linux).
 public enum CPU {
-    /// The first processor's model name, e.g. "AMD EPYC".
+    /// The first processor's model name, as /proc/cpuinfo gives it.
     public static let modelName: String = field("model name") ?? "unknown"
 
     /// The CPU feature flags.

@@ -124,19 +124,17 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let direct = p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1 && p.padH == 0 && p.padW == 0
             && !depthwise
         let phases = PhasePlanes(channels: cin, h: h, w: w, ho: ho, threads: threads, p)
-        // Parts for threads to claim as they come free: a block of rows each (a fixed half of
-        // the blocks each waited for a core the system had stalled), or a range of columns a
-        // thread for 1×1 (four a thread, each streaming all the weights, measured no better).
+        // Parts for threads to claim as they come free: a block of rows each (with a fixed share
+        // each, a thread waits for a core the system stalls), or a range of columns a thread for
+        // 1×1 (each part streams all the weights).
         let parts = direct ? Parallel.ranges(plane, parts: threads, align: 48)
             : Parallel.ranges(phases.blockCount, parts: phases.blockCount)
         let workers = min(threads, parts.count), taps = p.kernelH * p.kernelW
         // Each thread's GEMM temporaries and planes, then B's row offsets.
         let perThread = gemmScratch(m: coutG) + (direct ? 0 : phases.count)
-        // B in place for ≤ 32 output channels (Zen 3, same process, alternating: 0.58–0.9 of the
-        // time with the panel copy on 3×3 convolutions of 16 or fewer input channels and 1×1
-        // ones on 80×80 maps), and for any number where L1 holds 48 KB (Zen 5: 0.93–1.0 per
-        // convolution, whole yolo26n 0.988–0.991), unless its channels are a multiple of 4 KB
-        // apart (1×1 on 160×160: 1.17–1.32).
+        // B in place (`packedGEMM`) for ≤ 32 output channels, whose tiles reuse a copied panel too
+        // few times to pay for it, and for any number where L1 holds 48 KB; never when its
+        // channels are a multiple of 4 KB apart, which fall into the same L1 sets.
         let inPlace = (coutG <= 32 || largeL1) && (direct ? h * w : phases.channelStride) % 1024 != 0
         let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {

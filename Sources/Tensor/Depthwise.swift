@@ -34,8 +34,7 @@ func depthwiseConv2d(_ planes: UnsafePointer<Float>, _ phases: PhasePlanes, taps
             }
             let result = epilogue.apply(sum, row: c)
             if lanes == 16 {
-                // Lanes before `ox` again, the same values: one store (one float at a time, the
-                // stores were a fifth of a 40×40 convolution's time).
+                // Lanes before `ox` again, the same values: one store, not one a float.
                 y.store(result + (epilogue.residual?.vec16(out + first) ?? Vec16()), at: out + first)
                 continue
             }
@@ -111,8 +110,7 @@ struct DepthwiseRows: ParallelWork {
             @inline(__always) func slot(_ ky: Int) -> Int { first &+ ky < slots ? first &+ ky : first &+ ky &- slots }
             for oy in 0..<ho {
                 // The next output row's last input row, an output row ahead: copied right before
-                // its first use, it was read back through stores that had not reached L1 (a row
-                // ahead took 0.64–0.76 of the time, Zen 5, same process, alternating).
+                // its first use, it would be read back through stores that have not reached L1.
                 if oy + 1 < ho { load(oy + kh - padH, into: slot(kh)) }
                 let out = yc + oy * wo, res = rc.map { $0 + oy * wo }
                 let s0 = base + slot(0) &* pitch, s1 = base + slot(1) &* pitch, s2 = base + slot(2) &* pitch

@@ -26,8 +26,7 @@ private func applyActivation<V: FloatVector>(_: V.Type, _ activation: Activation
     }
 }
 
-/// `activation(x)` elementwise, split over the threads when it is large (Detect's 80 × 8400
-/// class scores: a copy, then one thread in place, took 0.9 ms on Zen 3).
+/// `activation(x)` elementwise, split over the threads when it is large (Detect's class scores).
 public func activated(_ x: Tensor, _ activation: Activation) -> Tensor {
     Tensor(shape: x.shape) { y in
         x.scalars.withUnsafeBufferPointer { activate(activation, $0.baseAddress!, y.baseAddress!, count: y.count) }

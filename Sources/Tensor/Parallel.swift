@@ -83,9 +83,8 @@ struct Address<Pointee>: Sendable {
 }
 
 /// Worker threads that spin briefly (tens of µs) after a job (the next kernel usually follows within
-/// microseconds), then sleep on a condition. `DispatchQueue.concurrentPerform` was measured
-/// here to run two 20 µs parts one after the other: its workers wake too late for kernels
-/// this short.
+/// microseconds), then sleep on a condition: `DispatchQueue.concurrentPerform`'s workers wake too
+/// late for kernels this short, and run two short parts one after the other.
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 

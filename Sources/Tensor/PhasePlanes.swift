@@ -19,15 +19,15 @@ struct PhasePlanes: Sendable {
     /// Kernel taps per channel.
     let taps: Int
 
-    /// Blocks of at most about 256 K floats of planes (1 MB, this CPU's L2; 64 K floats ran
-    /// 1.5 ms slower per yolo26n inference).
+    /// Blocks of at most about 256 K floats of planes (1 MB), to stay in a core's L2 while the
+    /// GEMM reads them, and no smaller (each block lays out the kernel's reach rows again).
     init(channels: Int, h: Int, w: Int, ho: Int, threads: Int, _ p: Conv2DParameters) {
         (strideH, strideW, padH, padW, self.h, self.w, self.channels) = (p.strideH, p.strideW, p.padH, p.padW, h, w, channels)
         width = (w + 2 * p.padW + p.strideW - 1) / p.strideW
         let reach = (p.kernelH - 1) / p.strideH
         let perRow = channels * p.strideH * p.strideW * width
         // As many blocks as the budget needs, rounded up to a multiple of the threads so each
-        // gets the same share (5 blocks on 2 threads left the first layer 3:2 unbalanced).
+        // gets the same share.
         let fitting = max(1, (1 << 18) / perRow - reach)
         let blocks = ((ho + fitting - 1) / fitting + threads - 1) / threads * threads
         blockRows = (ho + blocks - 1) / blocks
@@ -62,8 +62,7 @@ struct PhasePlanes: Sendable {
     func fill(_ planes: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, outputRows first: Int, _ p: Conv2DParameters) {
         let phase0 = columns(phase: 0), phase1 = columns(phase: min(1, strideW - 1))
         // Input rows in order (row by row, each to its phase's planes): a phase's rows one after
-        // the other read every stride-th row, which the prefetcher followed less well (stride 2,
-        // Zen 3, same process, alternating: 0.89–0.97 of the convolution's time).
+        // the other would read every stride-th row, which the prefetcher follows less well.
         for c in 0..<channels {
             let out = planes + c * channelStride
             for row in 0..<height {
@@ -71,8 +70,7 @@ struct PhasePlanes: Sendable {
                     let iy = (first + row) * strideH + py - padH
                     let source = iy >= 0 && iy < h ? x + (c * h + iy) * w : nil
                     let o = out + py * strideW * planeSize + row * width
-                    // The input row two on, into L1: the fill waited on its first loads of each row
-                    // (16×320×320 → 32, stride 2: 0.93 of the time; 3×640×640: 0.96; 4 rows on: the same).
+                    // The input row two on, into L1: the fill would wait on its first loads of each row.
                     if iy + 2 >= 0 && iy + 2 < h {
                         let ahead = x + (c * h + iy + 2) * w
                         for i in stride(from: 0, to: w, by: 16) { prefetchL1(ahead + i) }
@@ -115,8 +113,7 @@ struct PhasePlanes: Sendable {
     /// `phase1`) in one pass over input row `source` (zeros for a padding row), column col of phase
     /// px being source[2 · col + px − padW]: 32 floats from source[2 · col − padW] are 16 pairs
     /// (phase 0, phase 1), 16 64-bit lanes whose low and high halves a truncation splits with
-    /// permutes. Against a pass a phase, which read every row twice: 0.93–1.0 of a convolution's
-    /// time (Zen 3, alternating in one process).
+    /// permutes. One pass for both phases, so each input row is read once.
     private func fillPair(_ o: UnsafeMutablePointer<Float>, _ phase0: (lo: Int, hi: Int), _ phase1: (lo: Int, hi: Int),
                           from source: UnsafePointer<Float>?) {
         let o1 = o + planeSize
