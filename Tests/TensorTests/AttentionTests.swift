@@ -12,9 +12,9 @@ final class AttentionTests: XCTestCase {
             let scale = 1 / Float(keyDim).squareRoot()
             let expected = Reference.attention(qkv, keyDim: keyDim, headDim: headDim, scale: scale)
             for threads in [1, 2] {
-                let saved = BLAS.threads
-                BLAS.threads = threads
-                defer { BLAS.threads = saved }
+                let saved = Parallel.width
+                Parallel.width = threads
+                defer { Parallel.width = saved }
                 assertClose(attention(qkv, keyDim: keyDim, headDim: headDim, scale: scale), expected,
                             tolerance: tolerance(reduction: max(n, keyDim)),
                             "attention heads \(heads) keyDim \(keyDim) headDim \(headDim) N \(n), \(threads) threads")

@@ -6,13 +6,13 @@ final class MapTests: XCTestCase {
     /// at 1 << 15 floats and more), as the graph fills a concatenation.
     func testMapChannelsAndWrite() throws {
         try BLAS.load()
-        let saved = BLAS.threads
-        defer { BLAS.threads = saved }
+        let saved = Parallel.width
+        defer { Parallel.width = saved }
         for (channels, h, w) in [(3, 7, 13), (13, 127, 130)] {
             let x = randomTensor([1, channels, h, w], seed: UInt64(channels))
             var y = Tensor(zeros: [1, channels + 2, h, w])
             for threads in [1, 2] {
-                BLAS.threads = threads
+                Parallel.width = threads
                 y.scalars.withUnsafeMutableBufferPointer { yb in
                     let whole = Map(yb.baseAddress!, channels: channels + 2, height: h, width: w)
                     x.withMap { $0.write(to: whole.channels(1..<(channels + 1))) }
