@@ -1,3 +1,4 @@
+import CTargetFeatures
 import Foundation
 
 /// What the CPU offers, read once from /proc/cpuinfo (Linux).
@@ -31,5 +32,53 @@ public enum CPU {
             }
         }
         return nil
+    }
+}
+
+extension CPU {
+    /// A CPU without an x86 feature this build uses: running on, the first instruction of it would
+    /// end the process with an illegal instruction.
+    public struct MissingFeaturesError: Error, LocalizedError {
+        /// The features the build targets that this CPU lacks.
+        public let missing: [String]
+
+        package init(missing: [String]) { self.missing = missing }
+
+        public var errorDescription: String? {
+            "this build of yolo-swift uses CPU features this processor lacks (\(missing.joined(separator: ", "))): "
+                + "it was compiled for another CPU (`-Xswiftc -target-cpu …`); rebuild it on this machine with "
+                + "`-Xswiftc -target-cpu -Xswiftc native`"
+        }
+    }
+
+    /// The x86 features beyond baseline x86-64 this build may use (the compiler's target,
+    /// `-Xswiftc -target-cpu …`), as `__builtin_cpu_supports` names them.
+    public static let targetFeatures = names(targetedFeatures())
+
+    /// Whether the build targets baseline x86-64 only (built without `-target-cpu`): no AVX, so the
+    /// SIMD kernels fall back to scalar code.
+    public static var buildTargetsBaseline: Bool { !targetFeatures.contains("avx") }
+
+    /// The features this build uses that the running CPU lacks: empty where the build runs.
+    public static var missingTargetFeatures: [String] { missingFeatures(targeted: targetedFeatures(), present: presentFeatures()) }
+
+    /// Throws `MissingFeaturesError` on a CPU without every feature this build uses. Executables
+    /// call it first thing, before any kernel runs, so that such a CPU gets a message rather than
+    /// an illegal instruction. Where the build runs, it is two C calls and a comparison.
+    public static func checkTargetFeatures() throws {
+        let (targeted, present) = (targetedFeatures(), presentFeatures())
+        guard targeted & ~present == 0 else {
+            throw MissingFeaturesError(missing: missingFeatures(targeted: targeted, present: present))
+        }
+    }
+
+    /// Every feature the check knows: bit i of the feature sets is `knownFeatures[i]`.
+    package static let knownFeatures = (0..<Int32(TARGET_FEATURE_COUNT)).map { String(cString: targetFeatureName($0)!) }
+
+    /// The names of the features in `targeted` but not in `present`.
+    package static func missingFeatures(targeted: UInt64, present: UInt64) -> [String] { names(targeted & ~present) }
+
+    private static func names(_ features: UInt64) -> [String] {
+        knownFeatures.indices.filter { features >> UInt64($0) & 1 != 0 }.map { knownFeatures[$0] }
     }
 }
