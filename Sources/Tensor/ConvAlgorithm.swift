@@ -16,15 +16,13 @@ public enum ConvAlgorithm: Sendable, Equatable, CaseIterable {
     public init(weightShape shape: [Int], _ p: Conv2DParameters) {
         let (outputs, inputsPerGroup) = (shape[0], shape[1])
         if inputsPerGroup == 1 && p.groups == outputs {
-            // No sum across channels: a GEMM would multiply one-row panels.
+            // One filter per channel: no sum across channels for a GEMM to share.
             self = .depthwise
         } else if p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && inputsPerGroup >= (wideVectors ? 16 : 32) {
-            // Its transforms cost the same per tile whatever the channels: below this many input
-            // channels they cost more than its GEMMs save (measured: fewer with 512-bit vectors).
+            // Its per-tile transforms pay only over enough input channels (fewer with 512-bit vectors).
             self = .winograd3x3
         } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64 {
-            // Its B panels, built per strip, are shared by the output channels: below 64 channels
-            // their cost outweighs the 11 multiply-adds in 36 the tiles save.
+            // Its per-strip B panels pay only when 64 or more output channels share them.
             self = .stride2Tiles3x3
         } else {
             self = .gemm
