@@ -26,3 +26,180 @@ static inline Float16Lanes lanesShiftedUp(Float16Lanes v) {
     Float16Lanes zero = 0;
     return __builtin_shufflevector(zero, v, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30);
 }
+
+// The x86 features beyond baseline x86-64 a build may use, one bit each: the compiler may emit
+// any instruction of the ones it targets (`-target-cpu`, seen here through the same macros), and
+// a CPU without one dies on an illegal instruction. Names as `__builtin_cpu_supports` spells them.
+#define TARGET_FEATURE_LIST(F) \
+    F(SSE3, "sse3") \
+    F(SSSE3, "ssse3") \
+    F(SSE4_1, "sse4.1") \
+    F(SSE4_2, "sse4.2") \
+    F(POPCNT, "popcnt") \
+    F(AES, "aes") \
+    F(PCLMUL, "pclmul") \
+    F(AVX, "avx") \
+    F(AVX2, "avx2") \
+    F(FMA, "fma") \
+    F(F16C, "f16c") \
+    F(BMI, "bmi") \
+    F(BMI2, "bmi2") \
+    F(LZCNT, "lzcnt") \
+    F(MOVBE, "movbe") \
+    F(ADX, "adx") \
+    F(SHA, "sha") \
+    F(GFNI, "gfni") \
+    F(VAES, "vaes") \
+    F(VPCLMULQDQ, "vpclmulqdq") \
+    F(AVXVNNI, "avxvnni") \
+    F(AVX512F, "avx512f") \
+    F(AVX512CD, "avx512cd") \
+    F(AVX512BW, "avx512bw") \
+    F(AVX512DQ, "avx512dq") \
+    F(AVX512VL, "avx512vl") \
+    F(AVX512IFMA, "avx512ifma") \
+    F(AVX512VBMI, "avx512vbmi") \
+    F(AVX512VBMI2, "avx512vbmi2") \
+    F(AVX512VNNI, "avx512vnni") \
+    F(AVX512BITALG, "avx512bitalg") \
+    F(AVX512VPOPCNTDQ, "avx512vpopcntdq") \
+    F(AVX512BF16, "avx512bf16") \
+    F(AVX512FP16, "avx512fp16")
+
+#define TARGET_FEATURE_INDEX(id, name) TARGET_FEATURE_INDEX_##id,
+enum { TARGET_FEATURE_LIST(TARGET_FEATURE_INDEX) TARGET_FEATURE_COUNT };
+#undef TARGET_FEATURE_INDEX
+#define TARGET_FEATURE_BIT(id, name) TARGET_FEATURE_##id = 1ull << TARGET_FEATURE_INDEX_##id,
+enum : unsigned long long { TARGET_FEATURE_LIST(TARGET_FEATURE_BIT) };
+#undef TARGET_FEATURE_BIT
+
+// The features this build targets.
+static inline unsigned long long targetedFeatures(void) {
+    return 0
+#ifdef __SSE3__
+        | TARGET_FEATURE_SSE3
+#endif
+#ifdef __SSSE3__
+        | TARGET_FEATURE_SSSE3
+#endif
+#ifdef __SSE4_1__
+        | TARGET_FEATURE_SSE4_1
+#endif
+#ifdef __SSE4_2__
+        | TARGET_FEATURE_SSE4_2
+#endif
+#ifdef __POPCNT__
+        | TARGET_FEATURE_POPCNT
+#endif
+#ifdef __AES__
+        | TARGET_FEATURE_AES
+#endif
+#ifdef __PCLMUL__
+        | TARGET_FEATURE_PCLMUL
+#endif
+#ifdef __AVX__
+        | TARGET_FEATURE_AVX
+#endif
+#ifdef __AVX2__
+        | TARGET_FEATURE_AVX2
+#endif
+#ifdef __FMA__
+        | TARGET_FEATURE_FMA
+#endif
+#ifdef __F16C__
+        | TARGET_FEATURE_F16C
+#endif
+#ifdef __BMI__
+        | TARGET_FEATURE_BMI
+#endif
+#ifdef __BMI2__
+        | TARGET_FEATURE_BMI2
+#endif
+#ifdef __LZCNT__
+        | TARGET_FEATURE_LZCNT
+#endif
+#ifdef __MOVBE__
+        | TARGET_FEATURE_MOVBE
+#endif
+#ifdef __ADX__
+        | TARGET_FEATURE_ADX
+#endif
+#ifdef __SHA__
+        | TARGET_FEATURE_SHA
+#endif
+#ifdef __GFNI__
+        | TARGET_FEATURE_GFNI
+#endif
+#ifdef __VAES__
+        | TARGET_FEATURE_VAES
+#endif
+#ifdef __VPCLMULQDQ__
+        | TARGET_FEATURE_VPCLMULQDQ
+#endif
+#ifdef __AVXVNNI__
+        | TARGET_FEATURE_AVXVNNI
+#endif
+#ifdef __AVX512F__
+        | TARGET_FEATURE_AVX512F
+#endif
+#ifdef __AVX512CD__
+        | TARGET_FEATURE_AVX512CD
+#endif
+#ifdef __AVX512BW__
+        | TARGET_FEATURE_AVX512BW
+#endif
+#ifdef __AVX512DQ__
+        | TARGET_FEATURE_AVX512DQ
+#endif
+#ifdef __AVX512VL__
+        | TARGET_FEATURE_AVX512VL
+#endif
+#ifdef __AVX512IFMA__
+        | TARGET_FEATURE_AVX512IFMA
+#endif
+#ifdef __AVX512VBMI__
+        | TARGET_FEATURE_AVX512VBMI
+#endif
+#ifdef __AVX512VBMI2__
+        | TARGET_FEATURE_AVX512VBMI2
+#endif
+#ifdef __AVX512VNNI__
+        | TARGET_FEATURE_AVX512VNNI
+#endif
+#ifdef __AVX512BITALG__
+        | TARGET_FEATURE_AVX512BITALG
+#endif
+#ifdef __AVX512VPOPCNTDQ__
+        | TARGET_FEATURE_AVX512VPOPCNTDQ
+#endif
+#ifdef __AVX512BF16__
+        | TARGET_FEATURE_AVX512BF16
+#endif
+#ifdef __AVX512FP16__
+        | TARGET_FEATURE_AVX512FP16
+#endif
+        ;
+}
+
+// The features the running CPU (and its operating system) supports. It must run on any x86-64
+// CPU whatever the build targets: never inlined, without AVX, and one bit at a time through a
+// volatile, so that the compiler vectorizes nothing.
+__attribute__((noinline, target("no-avx")))
+static inline unsigned long long presentFeatures(void) {
+    __builtin_cpu_init();
+    volatile unsigned long long bits = 0;
+#define TARGET_FEATURE_PRESENT(id, name) if (__builtin_cpu_supports(name)) bits |= TARGET_FEATURE_##id;
+    TARGET_FEATURE_LIST(TARGET_FEATURE_PRESENT)
+#undef TARGET_FEATURE_PRESENT
+    return bits;
+}
+
+// The name of feature `index` (bit 1 << index), NULL past the last.
+static inline const char *targetFeatureName(int index) {
+    switch (index) {
+#define TARGET_FEATURE_NAME(id, name) case TARGET_FEATURE_INDEX_##id: return name;
+    TARGET_FEATURE_LIST(TARGET_FEATURE_NAME)
+#undef TARGET_FEATURE_NAME
+    default: return 0;
+    }
+}

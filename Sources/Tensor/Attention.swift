@@ -40,9 +40,8 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
     let (pa, sa, za, ra, ta) = (Address(panels), Address(scores), Address(zeros), Address(rows), Address(temporaries))
     for h in 0..<heads {
         let q = qkv + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
-        // Only the panels holding padding rows are zeroed; a key panel's row is 8 adjacent values
-        // of a row of k (value by value down k's columns, with every panel zeroed, this serial
-        // part took 0.13 ms of a 2-thread yolo26n pass).
+        // Only the panels holding padding rows are zeroed, and a key panel's row, 8 adjacent values
+        // of a row of k, is copied a vector at a time: this part runs on one thread.
         let keysWhole = n / 8 * keyDim * 8, valuesWhole = headDim / 8 * n * 8
         (panels + keysWhole).initialize(repeating: 0, count: keyPanels - keysWhole)
         (panels + keyPanels + valuesWhole).initialize(repeating: 0, count: valuePanels - valuesWhole)

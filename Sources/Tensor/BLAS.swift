@@ -1,15 +1,15 @@
 import Foundation
 
-/// OpenBLAS, loaded at run time, and the single-precision GEMM every convolution and matmul
-/// goes through.
+/// OpenBLAS, loaded at run time (`dlopen`) by the layers that use it: the transposed convolution
+/// and `matmul` of the segmentation heads, the classification head's linear layer.
 ///
-/// Why `dlopen` rather than linking: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) identifies
-/// AVX-512 Zen cores as Haswell (AVX2), and picks its kernels in a load-time constructor.
-/// Its SKYLAKEX kernels run on these cores at 177 vs 101 GFLOP/s on one thread
-/// (ARCHITECTURE.md). Loading the library ourselves lets us set `OPENBLAS_CORETYPE` first,
-/// from inside the process, for every user of the package. (Re-selecting the kernels after a
-/// normal link through the unexported-in-headers `gotoblas_dynamic_init` would leave work
-/// buffers sized for the old kernels.)
+/// Why `dlopen` rather than linking: Debian's OpenBLAS (DYNAMIC_ARCH) identifies some AVX-512
+/// cores as Haswell (AVX2) and picks its kernels in a load-time constructor; its SKYLAKEX kernels
+/// are faster on them (ARCHITECTURE.md). Loading the library ourselves lets us set
+/// `OPENBLAS_CORETYPE` first, from inside the process, for every user of the package; a process
+/// that runs no such layer never loads it. (Re-selecting the kernels after a normal link, through
+/// the unexported-in-headers `gotoblas_dynamic_init`, would leave work buffers sized for the old
+/// kernels.)
 ///
 /// The choice: `YOLO_BLAS_CORETYPE` if set, else SKYLAKEX on CPUs with AVX-512, else what
 /// OpenBLAS decides. An inherited `OPENBLAS_CORETYPE` is overridden on AVX-512 CPUs because
@@ -36,11 +36,10 @@ public enum BLAS {
             setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1)
         }
         // Our kernels split the work (Parallel); OpenBLAS stays on the calling thread. Told so
-        // only after loading, it had started its worker threads, which spun (`sched_yield`) for
-        // about 0.1 s on the cores our workers need (`yolo predict` of one image with
-        // yolo26n-seg: median process time 162 → 133 ms). With OPENBLAS_NUM_THREADS=1 it starts
-        // none; our default reads that variable, so it is read first, and the variable restored.
-        _ = defaultThreads
+        // after loading, it would already have started worker threads, which spin on the cores
+        // ours need; with OPENBLAS_NUM_THREADS=1 it starts none. `Parallel.defaultWidth` may read
+        // that variable, so it is read first, and the variable restored.
+        _ = Parallel.defaultWidth
         let threadsVariable = getenv("OPENBLAS_NUM_THREADS").map { String(cString: $0) }
         setenv("OPENBLAS_NUM_THREADS", "1", 1)
         defer {
@@ -62,17 +61,9 @@ public enum BLAS {
         return .success(Library(sgemm: sgemm, coreName: coreName))
     }()
 
-    /// The threads our kernels use by default, as OpenBLAS would pick its own, without loading
-    /// it: `OPENBLAS_NUM_THREADS`, `GOTO_NUM_THREADS` or `OMP_NUM_THREADS`, else every core.
-    static let defaultThreads: Int = {
-        let environment = ProcessInfo.processInfo.environment
-        return ["OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"].lazy
-            .compactMap { environment[$0].flatMap { Int($0) } }.first { $0 > 0 } ?? ProcessInfo.processInfo.activeProcessorCount
-    }()
-
     /// Loads OpenBLAS once per process; throws a readable error if it is not installed. Only
     /// callers of `sgemm` need it (a model whose layers use it loads it when it is built): it adds
-    /// 2.3 MB to a process's resident memory, a yolo26n benchmark's peak 62.7 → 60.4 MB without it.
+    /// to a process's resident memory.
     public static func load() throws {
         _ = try library.get()
     }
@@ -89,8 +80,8 @@ public enum BLAS {
         loaded.coreName().map { String(cString: $0) } ?? "unknown"
     }
 
-    /// Threads one GEMM (and every other kernel) uses: `Parallel.width` (default: all cores, or
-    /// `OPENBLAS_NUM_THREADS`). OpenBLAS runs single-threaded inside our split.
+    /// `Parallel.width`, the count `sgemm` splits its columns over, as every kernel does: OpenBLAS
+    /// runs single-threaded inside that split.
     public static var threads: Int {
         get { Parallel.width }
         set { Parallel.width = newValue }
@@ -130,39 +121,5 @@ public enum BLAS {
                          a.pointer, Int32(lda), b.pointer + (transB ? cols.lowerBound * ldb : cols.lowerBound), Int32(ldb),
                          beta, c.pointer + cols.lowerBound, Int32(ldc))
         }
-    }
-}
-
-/// What the CPU offers, read once from /proc/cpuinfo (Linux).
-public enum CPU {
-    /// The first processor's model name, e.g. "AMD EPYC".
-    public static let modelName: String = field("model name") ?? "unknown"
-
-    /// The CPU feature flags.
-    public static let flags: Set<String> = Set((field("flags") ?? "").split(separator: " ").map(String.init))
-
-    /// AVX-512 F/BW/DQ/VL/CD: what OpenBLAS's SKYLAKEX kernels need.
-    public static var hasAVX512Skylake: Bool {
-        ["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"].allSatisfy(flags.contains)
-    }
-
-    /// The L1 data cache of one core, in bytes (0 where the system does not say).
-    public static let l1DataBytes = max(0, sysconf(Int32(_SC_LEVEL1_DCACHE_SIZE)))
-
-    /// The widest SIMD level, for reports: "AVX-512", "AVX2+FMA" or "SSE".
-    public static var simdLevel: String {
-        if hasAVX512Skylake { return "AVX-512" }
-        if flags.contains("avx2") && flags.contains("fma") { return "AVX2+FMA" }
-        return "SSE"
-    }
-
-    private static func field(_ name: String) -> String? {
-        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(name) {
-            if let colon = line.firstIndex(of: ":") {
-                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return nil
     }
 }

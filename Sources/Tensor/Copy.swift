@@ -1,5 +1,5 @@
-/// dst[0..<count] = src[0..<count], split over the threads when it is large (a single thread
-/// does not saturate this machine's memory bandwidth).
+/// dst[0..<count] = src[0..<count], split over the threads when it is large (one thread does not
+/// saturate the memory bandwidth).
 func copy(_ src: UnsafePointer<Float>, _ dst: UnsafeMutablePointer<Float>, count: Int) {
     guard count >= 1 << 15 && Parallel.width > 1 else { return dst.initialize(from: src, count: count) }
     let parts = Parallel.ranges(count, parts: Parallel.width, align: 16)

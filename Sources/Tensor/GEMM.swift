@@ -1,74 +1,5 @@
 import CTargetFeatures
 
-/// Convolution weights [Cout, Cin / groups, kH, kW], laid out once (at load) for the kernel that
-/// runs their geometry: depthwise weights as they are; 3×3 stride-1 padding-1 single-group ones
-/// transformed for Winograd's F(2×2, 3×3) (`Winograd.panels`), stride-2 ones of 64 or more output
-/// channels for 2×2 output tiles (`Stride2Tiles.panels`); the others as GEMM panels of 8
-/// output channels, [groups][⌈Cout/g / 8⌉][K = Cin/g · kH · kW][8], zero-padded past the last
-/// channel, so the micro-kernel reads the 8 weights of one reduction step from one cache line.
-public struct ConvWeights: Sendable {
-    /// [Cout, Cin / groups, kH, kW].
-    public let shape: [Int]
-    public let groups: Int
-    package let values: [Float]
-
-    public init(_ weight: Tensor, _ p: Conv2DParameters) {
-        let groups = p.groups
-        precondition(weight.rank == 4 && weight.shape[0] % groups == 0 && weight.shape[2] == p.kernelH
-                     && weight.shape[3] == p.kernelW, "ConvWeights: weight \(weight.shape) for \(p)")
-        shape = weight.shape
-        self.groups = groups
-        isDepthwise = shape[1] == 1 && groups == shape[0]
-        isWinograd = ConvWeights.winograd(shape, p)
-        isTiles = Stride2Tiles.fits(shape, p)
-        if isDepthwise {
-            values = weight.scalars
-            return
-        }
-        if isWinograd {
-            values = Winograd.panels(weight)
-            return
-        }
-        if isTiles {
-            values = Stride2Tiles.panels(weight)
-            return
-        }
-        let coutG = shape[0] / groups, k = shape[1] * shape[2] * shape[3], tiles = (coutG + 7) / 8
-        var packed = [Float](repeating: 0, count: groups * tiles * k * 8)
-        for g in 0..<groups {
-            for o in 0..<coutG {
-                let panel = (g * tiles + o / 8) * k * 8, row = (g * coutG + o) * k
-                for i in 0..<k { packed[panel + i * 8 + o % 8] = weight.scalars[row + i] }
-            }
-        }
-        values = packed
-    }
-
-    /// Scalars of the weight (padding excluded).
-    public var count: Int { shape.reduce(1, *) }
-    /// One filter per channel: the direct depthwise kernel, not a GEMM.
-    let isDepthwise: Bool
-    /// Transformed for `winogradConv2d`.
-    let isWinograd: Bool
-    /// Laid out for `stride2TilesConv2d`.
-    package let isTiles: Bool
-
-    /// Whether weights of `shape` for `p` take the Winograd layout: 3×3, stride 1, padding 1, one
-    /// group, at least 32 input channels (16 on AVX-512). Its transforms cost the same per tile
-    /// whatever the channels, its GEMMs save 20 of 36 multiply-adds per channel pair: on Zen 3
-    /// (AVX2, same process, alternating) 0.6–0.9 of the direct GEMM's time from 32 to 512
-    /// channels, 0.96–1.18 at 16 and 1.05–1.48 at 8 on 160×160 maps; on Zen 4 (AVX-512,
-    /// alternating per pass in one process) 0.84–0.92 at 16 on 160×160 to 40×40 maps, 1.15 at 8,
-    /// and yolo26n 0.988 on 1 thread, 0.99–1.0 on 2.
-    static func winograd(_ shape: [Int], _ p: Conv2DParameters) -> Bool {
-        p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && shape[1] >= (wideVectors ? 16 : 32)
-    }
-
-    /// Cin/g · kH · kW: the GEMM's K.
-    var reduction: Int { shape[1] * shape[2] * shape[3] }
-    var panelsPerGroup: Int { (shape[0] / groups + 7) / 8 }
-}
-
 /// What the GEMM does to each sum before storing it: + bias of its row, activation, + residual
 /// (same layout as the output), in that order, as separate passes would round it.
 package struct Epilogue {
@@ -98,9 +29,8 @@ package struct Epilogue {
     /// else 8; the AVX2 tiles, tested on every build, are 24 and 8 wide) from `column`: activation(sum + bias), then
     /// + residual, from the sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`;
     /// `c` itself, finishing in place, or a GEMM tile's staging buffer). In a function of its
-    /// own: inlined into a GEMM's tile loop, exp stayed a call (the optimizer stops inlining into
-    /// very large functions) and a call with the accumulators live spilled them all; with the
-    /// accumulators staged, forcing it inline took 1.01–1.03 of the whole model's time.
+    /// own: inlined into a GEMM's tile loop, exp stays a call (the optimizer stops inlining into
+    /// very large functions), and a call with the accumulators live spills them all.
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
                 in c: UnsafeMutablePointer<Float>) {
@@ -112,7 +42,7 @@ package struct Epilogue {
     }
 
     /// One loop per activation and residual, in wrapping arithmetic: with the choices and the
-    /// overflow checks inside, the loop around SiLU was half again as many instructions.
+    /// overflow checks inside, the loop around SiLU has many more instructions.
     @inline(__always)
     private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int,
                                         column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
@@ -154,24 +84,22 @@ package struct Epilogue {
 /// planes' rows are wider than its output's (`PhasePlanes.width` > Wo) writes its output rows
 /// where they belong instead of through a cropped copy; nil: B's column j. The strips then
 /// follow B's columns, junk ones included, so each reads B in one piece: a strip across two
-/// runs of C's columns read B in two, always through the panel (Zen 5, alternating binaries:
-/// 0.86–0.96 of the time on stride-2 and 16-channel 3×3 convolutions, whole yolo26n about 0.99).
+/// runs of C's columns would read B in two, always through the panel.
 /// B may be read up to `gemmReadSlack` floats past the last column a run uses. `scratch` holds
 /// `gemmScratch(m:)` floats of the call's temporaries (one per concurrent call).
 ///
 /// `inPlace`: the tiles read B's rows where they lie, not from a copied panel, wherever a
 /// strip is whole, a panel's depth of reduction steps at a time. For products of few rows
 /// (a convolution's ≤ 32 output channels), whose tiles reuse a panel only a few times, the copy
-/// cost more than that reuse saved (also past a panel's depth: 0.80–0.89 of the time on 16×16
-/// 3×3 convolutions and the 16→32 stride-2 one, Zen 5, same process, alternating); rows a
-/// multiple of 4 KB apart, which fall into the same L1 sets, need the copy. Prefetching the rows
-/// two strips on, as the copy does, took 1.0–1.06 of the time.
+/// costs more than that reuse saves (also past a panel's depth); rows a multiple of 4 KB apart,
+/// which fall into the same L1 sets, need the copy. Rows read in place are not prefetched: it
+/// did not pay.
 ///
 /// Register tiles stay in registers for the whole reduction, and the K-row strip of B under
 /// them is reused from cache by every row tile. Their shape follows the vector registers the
 /// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
-/// of AVX2's 16 (the 8 × 48 tile there spilled and ran at a third of the speed). On this
-/// machine's shapes this beat OpenBLAS's sgemm plus a separate epilogue pass (see ARCHITECTURE.md).
+/// of AVX2's 16 (the 8 × 48 tile spills there). On the models' shapes this beats OpenBLAS's sgemm
+/// plus a separate epilogue pass (see ARCHITECTURE.md).
 package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
@@ -240,8 +168,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
             for i in steps {
                 let row = pb + (i - step) * R.width, from = b + rows[i] + j
                 // The row two strips on, into L2 while this strip computes: B's rows are too
-                // many streams for the hardware prefetcher (Zen 3, 32×25600×144 as a 1×1
-                // convolution: 0.71–0.82 → 0.87–0.96 of OpenBLAS's speed in the same run).
+                // many streams for the hardware prefetcher.
                 for o in stride(from: 0, to: R.width, by: 16) { prefetchL2(from + 2 * R.width + o) }
                 if count == R.width {
                     R(loading: from).store(at: 0, into: row)
@@ -330,13 +257,12 @@ func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Fl
     if i < count { put(count - 16) }
 }
 
-/// Floats of B one pass of a GEMM strip reads: two thirds of an L1 of 48 KB or more (Zen 5, same
-/// process, alternating: 0.95–1.02 of the time of 4096 per convolution, 0.98–0.99 of the whole
-/// yolo26n), else half of a 32 KB one (measured on Zen 3).
+/// Floats of B one pass of a GEMM strip reads: two thirds of an L1 of 48 KB or more, else half of
+/// a 32 KB one, so the strip stays in L1 while every row tile reads it (see docs/PERFORMANCE.md).
 let panelFloats = largeL1 ? 8192 : 4096
 
-/// Whether a core's L1 data cache holds 48 KB or more (Zen 5), where the GEMM's panels and B read
-/// in place were measured to pay (`panelFloats`, `conv2d`).
+/// Whether a core's L1 data cache holds 48 KB or more, where the GEMM's larger panels and B read
+/// in place pay (`panelFloats`, `conv2d`).
 let largeL1 = CPU.l1DataBytes >= 48 << 10
 
 /// Calls `run48(j)` for the 48-column runs of 0..<n, then `run16(j)` for 16-column ones, and
@@ -441,8 +367,7 @@ typealias Row8 = Row1<Vec8>
 /// (`tileFloats`) holds the sums an activation or residual finishes into C; it may be nil for a
 /// plain epilogue. Transparent (always inlined, as swift-numerics marks its small functions):
 /// `@inline(__always)` is a hint, and once the staging grew the function the optimizer made it a
-/// call a tile, which took 0.96–0.98 of the whole model's time to undo (1 and 2 threads, same
-/// process, alternating passes).
+/// call a tile.
 @_transparent
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
@@ -480,8 +405,8 @@ func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<
     }
     let last = steps.upperBound == k
     // With an activation or residual, the sums go to the staging buffer (in L1) and reach C once,
-    // finished: stored to C and read back, they waited on C's lines wherever those missed the
-    // cache (whole yolo26n, 1 thread, same process, alternating: 0.96–0.97 of the time).
+    // finished: stored to C and read back, they would wait on C's lines wherever those miss the
+    // cache.
     let staged = last && (epilogue.activation != .none || epilogue.residual != nil)
     let out = staged ? staging! : c + column, ld = staged ? R.width : ldc
     @inline(__always) func put(_ r: R, _ i: Int) {

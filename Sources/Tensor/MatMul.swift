@@ -1,6 +1,7 @@
 /// Batched matrix product over the leading axes (no broadcasting).
 /// a: [..., M, K] (or [..., K, M] when `transposeA`), b: [..., K, N] (or [..., N, K] when
-/// `transposeB`) → [..., M, N], scaled by `alpha`. Attention uses it for q·kᵀ and v·attnᵀ.
+/// `transposeB`) → [..., M, N], scaled by `alpha`, on OpenBLAS (`BLAS.sgemm`). The segmentation
+/// masks use it (YOLOCore's `processMasks`: coefficients · prototypes).
 public func matmul(_ a: Tensor, _ b: Tensor, transposeA: Bool = false, transposeB: Bool = false,
                    alpha: Float = 1) -> Tensor {
     precondition(a.rank >= 2 && a.rank == b.rank && a.shape.dropLast(2) == b.shape.dropLast(2),

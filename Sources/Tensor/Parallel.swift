@@ -1,23 +1,34 @@
 import Foundation
 import Synchronization
 
-/// How our kernels split work over threads.
+/// How our kernels split work over threads, and how many they use.
 ///
-/// OpenBLAS runs single-threaded (set when it is loaded); every multi-threaded region is
-/// ours, so a GEMM and the phase planes / epilogue around it share one split and the cores
-/// are never oversubscribed by OpenBLAS threads spinning after a GEMM. `BLAS.threads` reads
-/// and writes `Parallel.width`.
+/// Every multi-threaded region is ours: OpenBLAS, where a layer uses it (`BLAS.sgemm`), runs on
+/// the calling thread inside our split, so a GEMM and the kernels around it share one count and
+/// the cores are never oversubscribed.
 public enum Parallel {
-    /// 0 until set: then `BLAS.defaultThreads` (all cores, or `OPENBLAS_NUM_THREADS`).
-    private static let storage = Atomic<Int>(0)
+    /// The count set through `width`, 0 until then.
+    private static let configured = Atomic<Int>(0)
 
-    /// Threads a kernel may use (≥ 1).
+    /// Threads a kernel may use (≥ 1): as last set (values below 1 set 1), else `defaultWidth`.
     public static var width: Int {
         get {
-            let w = storage.load(ordering: .relaxed)
-            return w > 0 ? w : BLAS.defaultThreads
+            let w = configured.load(ordering: .relaxed)
+            return w > 0 ? w : defaultWidth
         }
-        set { storage.store(max(1, newValue), ordering: .relaxed) }
+        set { configured.store(max(1, newValue), ordering: .relaxed) }
+    }
+
+    /// `width` until set: read once from the process's environment (`width(environment:processors:)`).
+    public static let defaultWidth = width(environment: ProcessInfo.processInfo.environment,
+                                           processors: ProcessInfo.processInfo.activeProcessorCount)
+
+    /// The first positive integer among `YOLO_NUM_THREADS`, then OpenBLAS's `OPENBLAS_NUM_THREADS`,
+    /// `GOTO_NUM_THREADS` and `OMP_NUM_THREADS` (which set the count before `YOLO_NUM_THREADS`
+    /// existed, and still do for those who set them), else `processors`; other values are ignored.
+    package static func width(environment: [String: String], processors: Int) -> Int {
+        ["YOLO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"].lazy
+            .compactMap { environment[$0].flatMap { Int($0) } }.first { $0 > 0 } ?? max(1, processors)
     }
 
     /// Runs `work.run(part: i, thread: t)` for every i in 0..<count on at most `threads` threads
@@ -83,9 +94,8 @@ struct Address<Pointee>: Sendable {
 }
 
 /// Worker threads that spin briefly (tens of µs) after a job (the next kernel usually follows within
-/// microseconds), then sleep on a condition. `DispatchQueue.concurrentPerform` was measured
-/// here to run two 20 µs parts one after the other: its workers wake too late for kernels
-/// this short.
+/// microseconds), then sleep on a condition: `DispatchQueue.concurrentPerform`'s workers wake too
+/// late for kernels this short, and run two short parts one after the other.
 final class WorkerPool: Sendable {
     static let shared = WorkerPool(workers: max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
 

@@ -12,11 +12,6 @@ import CTargetFeatures
 /// each over the class pairs' points of every input channel (K = 4, 2 or 1 × Cin): output (r, c)
 /// is G(r, c) + G(r, shared) + G(shared, c) + G(shared, shared).
 enum Stride2Tiles {
-    /// Whether weights of `shape` for `p` take this layout.
-    static func fits(_ shape: [Int], _ p: Conv2DParameters) -> Bool {
-        p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && shape[0] >= 64
-    }
-
     /// The points of each class: own to output 0, own to output 1, shared.
     static let classes = [[0, 1], [3, 4], [2]]
     /// G (5 × 3): the points' filter rows.
@@ -86,9 +81,8 @@ private func stride2TilesConv2d<R: TileRow, Narrow: TileRow>(
     let depth = max(1, stride2TilesPanelFloats / (25 * R.width))
     // Each thread's panel, then the nine GEMMs' sums (M × R.width each).
     let perThread = (25 * depth + 9 * ((cout + 7) / 8 * 8)) * R.width
-    // A strip a part, claimed as threads come free: with four parts a thread, one thread waited
-    // for the other's last part (a core the system slowed): per strip, model.3 and model.5 took
-    // 0.95–0.98 of the time on 2 threads, model.17 0.95 (Zen 4, alternating in one process).
+    // A strip a part, claimed as threads come free: with a few large parts a thread, one thread
+    // waits for another's last part wherever the system slows a core.
     let parts = Parallel.ranges(th * tw, parts: th * tw, align: R.width), workers = min(threads, parts.count)
     let (buffers, _) = scratch.take(floats: workers * perThread)
     Parallel.forEach(parts.count, threads: workers, Stride2TileParts<R, Narrow>(
@@ -98,8 +92,8 @@ private func stride2TilesConv2d<R: TileRow, Narrow: TileRow>(
 }
 
 /// Floats of B one pass of a strip reads, the nine GEMMs' rows together: 256 KB, 54 input channels
-/// of 48-column strips (Zen 4, alternating: 128 KB alike; 32 KB, the row pairs' L1-sized pass,
-/// 1.1–1.2 of the time, its nine GEMMs of a few steps each reloading their sums every pass).
+/// of 48-column strips, in L2: a pass the size of L1 leaves each GEMM a few steps, and each
+/// reloads its sums every pass.
 let stride2TilesPanelFloats = 65536
 
 /// `stride2TilesConv2d`'s parts: ranges of its GEMMs' columns, run with their thread's scratch.
@@ -175,9 +169,7 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                     let iy = 4 * t - 1 + r
                     return iy >= 0 && iy < h ? UnsafePointer(x.pointer + (c * h + iy) * w) : nil
                 }
-                // Two channels on, into L1: the taps waited on their loads (model.3 with its input
-                // in L1: 0.45 of the taps' time). One or four channels on: the same; also into L2
-                // two strips on, as before: 1.01–1.03 of the time.
+                // Two channels on, into L1: the taps would wait on their loads.
                 if c + 2 < channels.upperBound { prefetch(c + 2, t, s, length) }
                 // The input rows 4t − 1 + r are the points' rows x₀ − x₂, x₁, x₂, x₄ − x₂, x₃: x₂ first.
                 let x2 = rows(2)

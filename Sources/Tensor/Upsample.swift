@@ -34,9 +34,8 @@ private struct UpsampleRows: ParallelWork {
             let src = x.pointer + row * w, dst = y.pointer + row * wo * scale
             var ix = 0
             if scale == 2 {
-                // 8 floats each twice, interleaved by one permute (one at a time they were 7 M
-                // instructions of a yolo26n pass; as zero-extended 64-bit lanes, the conversion
-                // stayed a call a vector).
+                // 8 floats each twice, interleaved by one permute (not one at a time; as
+                // zero-extended 64-bit lanes, the conversion stays a call a vector).
                 while ix + 8 <= w {
                     let v: Vec8 = src.vector(ix)
                     var pairs = Vec16()

@@ -75,8 +75,8 @@ extension UnsafeMutablePointer where Pointee == Float {
 /// anything smaller. Within 1.4 ULP for |x| ≤ 20 and 4.5 at ±87, where ln2 held in one float (r
 /// in one step) costs the most. The chain of dependent operations is short (one reduction step,
 /// q by Estrin's scheme) because SiLU was bound by its latency more than by its operation count:
-/// against the degree-7 Cephes polynomial by Horner's rule after two reduction steps, SiLU takes
-/// 0.75–0.86 of the time (Zen 3, alternating in one process), with the same error on [-20, 20].
+/// it is faster than the degree-7 Cephes polynomial by Horner's rule after two reduction steps,
+/// with the same error on [-20, 20] (see ARCHITECTURE.md).
 @inlinable @inline(__always)
 public func exp<V: FloatVector>(_ v: V) -> V {
     let x = v.clamped(-87, 88)
@@ -95,8 +95,7 @@ public func exp<V: FloatVector>(_ v: V) -> V {
     let p = (r + 1).addingProduct(q, r2)
     // p · 2ⁿ by adding n to p's exponent bits: t's low bits hold n (two's complement), so t << 23
     // is n << 23. p ∈ [0.7, 1.42] and n ∈ [-126, 127] keep the sum a normal float, so this is the
-    // product bit for bit, without a multiply on the FMA ports exp is bound by (SiLU loop in L1:
-    // 7.4 against 8.1–9.2 cycles a vector for exp, Zen 3).
+    // product bit for bit, without a multiply on the FMA ports exp is bound by.
     return unsafeBitCast(unsafeBitCast(p, to: V.MaskStorage.self) &+ (unsafeBitCast(t, to: V.MaskStorage.self) &<< 23),
                          to: V.self)
 }

@@ -86,7 +86,7 @@ private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Ty
 /// tiles, the last of a block in up to two `Narrow` ones when those cover it (20×20 maps: 110 grid
 /// columns in two strips of 48 and one of 16, not three of 48; 40×40 on 2 threads: blocks of 210
 /// in four of 48 and two of 16), its last ≤ 8 in an 8-wide one (20×20 on 2 threads: blocks of 55
-/// in 48 + 8, not 48 + 16: 0.94–0.96 of the time per convolution, Zen 4, alternating).
+/// in 48 + 8, not 48 + 16).
 private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
     let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
@@ -126,8 +126,7 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         let stepsPerPass = min(cin, winogradPanelFloats / S.width)
         for step in stride(from: 0, to: cin, by: stepsPerPass) {
             let steps = step..<min(cin, step + stepsPerPass)
-            // In vectors of the target's width where the tile's is a multiple of it (16
-            // lanes against 8 on Zen 5: 0.75–0.99 of the time per convolution).
+            // In vectors of the target's width where the tile's is a multiple of it.
             for c in steps {
                 if wideVectors && S.width % 16 == 0 {
                     transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
@@ -152,7 +151,7 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
 
     /// The strip of `width` tiles from `tiles` back into the output, every channel, in a function
     /// per activation, so that it is inlined there: with closures, SiLU stayed a call per vector
-    /// (in `run`, 17 % of a 32→32 convolution's time at 40×40) or the whole activation did.
+    /// or the whole activation did.
     private func transformOutputs(_ m: UnsafePointer<Float>, width: Int, tiles: Int,
                                   grid: (width: Int, columns: Int, rows: Int), row: Int) {
         switch activation {
@@ -170,8 +169,8 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         while q < width {
             // The strip's tiles from q in one grid row, divided out once for every channel (a
             // division by a number known only at run time), in groups of 8, the last one ending
-            // at the row's last tile over some already done: groups across grid rows went tile by
-            // tile (a fifth of them on 80×80 maps, grids 41 tiles wide).
+            // at the row's last tile over some already done: groups across grid rows would go tile
+            // by tile.
             let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
             guard r < grid.rows else { return }
             let run = min(grid.width - tx, width - q), count = max(0, min(grid.columns - tx, run))
@@ -208,10 +207,8 @@ enum Sigmoid: ActivationFunction {
     @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { sigmoid(v) }
 }
 
-/// Floats of one point's B panel per pass: 16 of them are 96 KB, 64 reduction steps of 24-column
-/// strips (64 and 128 timed alike on Zen 3) or 32 of 48-column ones (Zen 5, same process,
-/// alternating: 0.75–0.92 of the time of 64 steps on 16- and 64-output convolutions, 16 steps
-/// 1.03–1.06 of 32's).
+/// Floats of one point's B panel per pass: 16 of them are 96 KB, in L2 while their GEMMs read
+/// them: 64 reduction steps of 24-column strips or 32 of 48-column ones.
 let winogradPanelFloats = 1536
 
 /// Row c of the 16 points' B panels: (Bᵀ d B)_ξ of the tiles `columns` (tile t reads patch tap k

@@ -1,8 +1,8 @@
 import Tensor
 import XCTest
 
-/// `packedGEMM` and the Winograd convolution on it with both tile geometries (the one this build
-/// does not target runs slowly but exactly), against plain loops: odd shapes, reductions longer
+/// `packedGEMM` with both tile geometries (the one this build does not target runs slowly but
+/// exactly), against plain loops: odd shapes, reductions longer
 /// than one pass over a strip, output columns read from B in runs narrower than B's rows, bias,
 /// activation, residual.
 final class GEMMTests: XCTestCase {
@@ -53,73 +53,6 @@ final class GEMMTests: XCTestCase {
                     "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual) "
                     + "in place \(inPlace)",
                     file: file, line: line)
-    }
-
-    func testWinogradBothTileGeometries() {
-        var seed: UInt64 = 700
-        for tiles in TileGeometry.allCases {
-            // (cin, cout, h, w; Winograd's layout needs cin ≥ 32, 16 on AVX-512): one and several reduction passes, tile groups cut by odd widths and
-            // whole ones, strips wider than a grid row, several blocks of tile rows on 2 threads, blocks ending in a
-            // narrow strip (20×20 and 14×14: 55 and 28 grid columns a block).
-            for (cin, cout, h, w) in [(32, 13, 13, 37), (131, 9, 7, 16), (35, 17, 66, 2), (48, 8, 40, 50), (64, 24, 20, 20),
-                                      (100, 9, 14, 14)] {
-                let p = Conv2DParameters(kernel: 3, stride: 1, padding: 1)
-                let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin, 3, 3], seed: seed &+ 1)
-                let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, h, w], seed: seed &+ 3)
-                seed += 4
-                var y = [Float](repeating: .nan, count: cout * h * w)
-                ConvWeights(weight, p).values.withUnsafeBufferPointer { pw in
-                    x.scalars.withUnsafeBufferPointer { px in
-                        bias.withUnsafeBufferPointer { pb in
-                            res.scalars.withUnsafeBufferPointer { pr in
-                                y.withUnsafeMutableBufferPointer { py in
-                                    winogradConv2d(px.baseAddress!, channels: cin, h: h, w: w, weight: pw.baseAddress!,
-                                                   outputs: cout, py.baseAddress!, bias: pb.baseAddress!, activation: .silu,
-                                                   residual: pr.baseAddress!, threads: 2, scratch: Scratch(), tiles: tiles)
-                                }
-                            }
-                        }
-                    }
-                }
-                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu))
-                assertClose(Tensor(shape: [1, cout, h, w], scalars: y), expected, tolerance: tolerance(reduction: cin * 9),
-                            "Winograd \(tiles) cin \(cin) cout \(cout) \(h)×\(w)")
-            }
-        }
-    }
-
-    /// Stride-2 3×3 convolutions on 2×2 output tiles (`stride2TilesConv2d`, one group, 64 or more
-    /// output channels): reductions of one and several passes (Cin 50, 130), rows narrower than
-    /// 32 floats, of 32 and 40 (8 tiles a vector), of 66, 127, 130 and 257 (16 a vector), odd and
-    /// even output sizes (a last tile of one output row or column), strips across tile rows and
-    /// ending in narrow strips; output channels filling no whole register tile; residual.
-    func testStride2TilesBothTileGeometries() {
-        var seed: UInt64 = 800
-        for tiles in TileGeometry.allCases {
-            for (cin, cout, h, w) in [(50, 64, 13, 127), (5, 65, 34, 66), (19, 72, 7, 32), (16, 64, 20, 80), (3, 80, 9, 31),
-                                      (130, 67, 11, 40), (8, 96, 2, 9), (4, 64, 17, 130), (6, 64, 4, 257)] {
-                let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
-                let (ho, wo) = p.outputSize(h: h, w: w)
-                let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin, 3, 3], seed: seed &+ 1)
-                let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, ho, wo], seed: seed &+ 3)
-                seed += 4
-                let weights = ConvWeights(weight, p)
-                XCTAssertTrue(weights.isTiles)
-                var y = [Float](repeating: .nan, count: cout * ho * wo)
-                y.withUnsafeMutableBufferPointer { py in
-                    x.withMap { xm in
-                        res.withMap { rm in
-                            conv2d(xm, weight: weights, bias: bias, p, activation: .silu, residual: rm,
-                                   into: Map(py.baseAddress!, channels: cout, height: ho, width: wo), scratch: Scratch(),
-                                   tiles: tiles)
-                        }
-                    }
-                }
-                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu))
-                assertClose(Tensor(shape: [1, cout, ho, wo], scalars: y), expected, tolerance: tolerance(reduction: cin * 9),
-                            "stride 2 \(tiles) cin \(cin) cout \(cout) \(h)×\(w)")
-            }
-        }
     }
 
     func testBothTileGeometries() {

@@ -2,14 +2,50 @@ import Foundation
 import Tensor
 import XCTest
 
-/// Kernels split their work over `BLAS.threads`; every split must match the reference, and
+/// Kernels split their work over `Parallel.width`; every split must match the reference, and
 /// the results of different thread counts must agree within 1e-5.
 final class ParallelTests: XCTestCase {
     private func withThreads<T>(_ t: Int, _ body: () -> T) -> T {
-        let saved = BLAS.threads
-        BLAS.threads = t
-        defer { BLAS.threads = saved }
+        let saved = Parallel.width
+        Parallel.width = t
+        defer { Parallel.width = saved }
         return body()
+    }
+
+    /// The default count: `YOLO_NUM_THREADS`, then OpenBLAS's variables, then the processors;
+    /// values that are not positive integers are skipped.
+    func testDefaultWidthFromEnvironment() {
+        let cases: [([String: String], Int)] = [
+            ([:], 8),
+            (["YOLO_NUM_THREADS": "3"], 3),
+            (["YOLO_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "5", "OMP_NUM_THREADS": "6"], 3),
+            (["OPENBLAS_NUM_THREADS": "5", "GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 5),
+            (["GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 7),
+            (["OMP_NUM_THREADS": "6"], 6),
+            (["YOLO_NUM_THREADS": "0"], 8),
+            (["YOLO_NUM_THREADS": "-2"], 8),
+            (["YOLO_NUM_THREADS": "two"], 8),
+            (["YOLO_NUM_THREADS": ""], 8),
+            (["YOLO_NUM_THREADS": "4 "], 8),
+            (["YOLO_NUM_THREADS": "abc", "OPENBLAS_NUM_THREADS": "4"], 4),
+        ]
+        for (environment, expected) in cases {
+            XCTAssertEqual(Parallel.width(environment: environment, processors: 8), expected, "\(environment)")
+        }
+        XCTAssertEqual(Parallel.width(environment: [:], processors: 0), 1, "no processor count")
+        XCTAssertEqual(Parallel.defaultWidth, Parallel.width(environment: ProcessInfo.processInfo.environment,
+                                                             processors: ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// `width` is the count set last, at least 1; OpenBLAS's sgemm follows it (`BLAS.threads`).
+    func testWidthIsSettable() {
+        let saved = Parallel.width
+        defer { Parallel.width = saved }
+        for (value, expected) in [(3, 3), (1, 1), (0, 1), (-5, 1), (64, 64)] {
+            Parallel.width = value
+            XCTAssertEqual(Parallel.width, expected, "set \(value)")
+            XCTAssertEqual(BLAS.threads, expected, "BLAS follows Parallel")
+        }
     }
 
     func testConvolutionsAgreeAcrossThreadCounts() {
