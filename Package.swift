@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode", "Yams"]),
         .executableTarget(
             name: "yolo",
-            dependencies: ["YOLOCore", "YOLONet", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "yolo-bench",

@@ -10,13 +10,26 @@ public enum Parallel {
     /// The count set through `width`, 0 until then.
     private static let configured = Atomic<Int>(0)
 
-    /// Threads a kernel may use (≥ 1): as last set (values below 1 set 1), else `defaultWidth`.
+    /// The count `withWidth` gives the kernels it runs, nil outside it.
+    @TaskLocal private static var scoped: Int?
+
+    /// Threads a kernel may use (≥ 1): inside `withWidth`, its count; else as last set (values
+    /// below 1 set 1), else `defaultWidth`.
     public static var width: Int {
         get {
+            if let scoped { return scoped }
             let w = configured.load(ordering: .relaxed)
             return w > 0 ? w : defaultWidth
         }
         set { configured.store(max(1, newValue), ordering: .relaxed) }
+    }
+
+    /// Runs `body` with `width` = `threads` (at least 1) for the kernels it calls, on its own
+    /// thread or task only: a model's configured count leaves other models and the process's
+    /// count alone. nil runs `body` with `width` as it is.
+    public static func withWidth<R>(_ threads: Int?, _ body: () throws -> R) rethrows -> R {
+        guard let threads else { return try body() }
+        return try $scoped.withValue(max(1, threads), operation: body)
     }
 
     /// `width` until set: read once from the process's environment (`width(environment:processors:)`).

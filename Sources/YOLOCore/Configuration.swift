@@ -26,6 +26,9 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var memoryBudget: Int? = nil
     /// Largest width · height of an image file `predict` decodes; see `Image(contentsOf:maxPixels:)`.
     public var maxImagePixels: Int = Image.defaultMaxPixels
+    /// Threads a prediction's kernels use, ≥ 1. Default (nil): `YOLO_NUM_THREADS`, else one per
+    /// core the process may run on.
+    public var threads: Int? = nil
 
     public init() {}
 
@@ -42,6 +45,7 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
         if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
         guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }
+        if let threads, !(1...1024).contains(threads) { throw fail("threads", threads, "must be in 1…1024") }
     }
 
     /// Half of the smallest of the physical memory, the cgroup's memory limit and the address

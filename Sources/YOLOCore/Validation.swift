@@ -90,6 +90,7 @@ extension YOLO {
         config.iou = iou
         config.maxDetections = maxDetections
         config.imageSize = imageSize
+        config.threads = configuration.threads
         try config.validate()
 
         let dataset = try Dataset(contentsOf: URL(fileURLWithPath: data))
@@ -130,7 +131,7 @@ extension YOLO {
             let start = DispatchTime.now().uptimeNanoseconds
             let (input, labelBoxes) = try validationInput(item, size: size, shape: shapes[n / batch])
             let preprocessed = DispatchTime.now().uptimeNanoseconds
-            let head = try infer(input, HeadSelection(maxDetections: config.maxDetections))
+            let head = try infer(input, HeadSelection(maxDetections: config.maxDetections), threads: config.threads)
             let inferred = DispatchTime.now().uptimeNanoseconds
             let found = try detections(head, config, multiLabel: true)
             let done = DispatchTime.now().uptimeNanoseconds

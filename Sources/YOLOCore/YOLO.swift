@@ -49,8 +49,10 @@ public final class YOLO: Sendable {
         }
     }
 
-    /// Loads a model from a `.safetensors` file.
+    /// Loads a model from a `.safetensors` file. A CPU without the instruction-set features the
+    /// build targets is refused here, with an error naming them, before any kernel runs.
     public init(contentsOf url: URL, configuration: YOLOConfiguration = YOLOConfiguration()) throws {
+        try CPU.checkTargetFeatures()
         try configuration.validate()
         do {
             model = try Model(contentsOf: url)
@@ -105,7 +107,7 @@ public final class YOLO: Sendable {
         if self.task == .classify {
             let input = ClassifyTransform(size: size)(image)
             let preprocessed = DispatchTime.now().uptimeNanoseconds
-            let head = try infer(input, HeadSelection())
+            let head = try infer(input, HeadSelection(), threads: config.threads)
             let inferred = DispatchTime.now().uptimeNanoseconds
             guard head.output.count == names.count else {
                 throw invalidOutput("classify output \(head.output.shape) for \(names.count) classes")
@@ -124,7 +126,8 @@ public final class YOLO: Sendable {
         let (input, transform) = letterbox(image)
         let preprocessed = DispatchTime.now().uptimeNanoseconds
         // Ultralytics sets the end-to-end head's top-k to max(max_det, 300) and its agnostic flag.
-        let head = try infer(input, HeadSelection(maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS))
+        let head = try infer(input, HeadSelection(maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS),
+                             threads: config.threads)
         let inferred = DispatchTime.now().uptimeNanoseconds
         let raw = try detections(head, config)
         var boxes = [Box](), masks = [Mask](), keypoints = [Keypoints](), obb = [OrientedBox]()
@@ -207,12 +210,13 @@ public final class YOLO: Sendable {
 
     private func name(_ cls: Int) -> String { cls >= 0 && cls < names.count ? names[cls] : "class\(cls)" }
 
-    /// The network's output for `input`, run in a pooled workspace: from the third prediction at
-    /// an input size on (the first plans the workspace's arena, the second allocates it), the
-    /// pass itself allocates nothing.
-    func infer(_ input: Tensor, _ selection: HeadSelection) throws -> HeadOutput {
+    /// The network's output for `input`, run in a pooled workspace on `threads` threads (nil: the
+    /// process's default): from the third prediction at an input size on (the first plans the
+    /// workspace's arena, the second allocates it), the pass itself allocates nothing.
+    func infer(_ input: Tensor, _ selection: HeadSelection, threads: Int?) throws -> HeadOutput {
         let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
-        let head = HeadOutput(try model.network.forward(input, in: ws, selection: selection), raw: false)
+        let head = HeadOutput(try Parallel.withWidth(threads) { try model.network.forward(input, in: ws, selection: selection) },
+                              raw: false)
         checkIn(ws)
         return head
     }

@@ -74,6 +74,9 @@ struct PredictOptions: ParsableArguments {
     @Option(help: "Long side of the network input (default: the model's training size).")
     var imgsz: Int?
 
+    @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
+    var threads: Int?
+
     @Flag(help: "Save annotated images, and videos as H.264 MP4 at the source's frame rate over --vid-stride (30 for streams).")
     var save = false
 
@@ -119,6 +122,7 @@ struct PredictOptions: ParsableArguments {
             config.iou = iou
             config.maxDetections = maxDet
             config.imageSize = imgsz
+            config.threads = threads
             if let classes {
                 config.classes = try classes.split(separator: ",").map {
                     guard let c = Int($0.trimmingCharacters(in: .whitespaces)) else {

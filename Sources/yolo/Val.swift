@@ -38,6 +38,9 @@ struct Val: AsyncParsableCommand {
     @Flag(help: "Save the PR curve and the confusion matrix as PNG files under --project/--name.")
     var plots = false
 
+    @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
+    var threads: Int?
+
     @Option(help: "Folder for saved runs.")
     var project: String = "runs/val"
 
@@ -46,7 +49,9 @@ struct Val: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let yolo = try await YOLO(model)
+            var configuration = YOLOConfiguration()
+            configuration.threads = threads
+            let yolo = try await YOLO(model, configuration: configuration)
             let runDirectory = plots ? try makeRunDirectory(project: project, name: name) : nil
             // A JSON file that cannot be written fails before the validation, not after it.
             if let saveJSON {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Tensor
 
 @main
 struct YOLOCommand: AsyncParsableCommand {
@@ -7,6 +8,17 @@ struct YOLOCommand: AsyncParsableCommand {
         commandName: "yolo",
         abstract: "Run Ultralytics YOLO models in Swift.",
         subcommands: [Predict.self, Track.self, Val.self, Export.self, Dump.self])
+
+    /// A CPU without the features this build targets gets a message, not an illegal instruction.
+    static func main() async {
+        do {
+            try CPU.checkTargetFeatures()
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(CommandFailure(error))\n".utf8))
+            Foundation.exit(1)
+        }
+        await main(nil)
+    }
 }
 
 /// A runtime failure: ArgumentParser prints "Error: <message>" on one line and exits 1,

@@ -109,6 +109,11 @@ final class PredictCommandTests: CommandTestCase {
             XCTAssertNotEqual(result.status, 0, "\(arguments)")
             XCTAssertTrue(result.stderr.hasPrefix("Error: "), "\(arguments): \(result.stderr)")
         }
+        let bus = try sharedFile("images/bus.jpg").path
+        let noThreads = try yolo(["predict", "--source", bus, "--threads", "0"])
+        XCTAssertNotEqual(noThreads.status, 0)
+        XCTAssertTrue(noThreads.stderr.contains("threads") && noThreads.stderr.contains("1…1024"), noThreads.stderr)
+        XCTAssertEqual(try yolo(["predict", "--source", bus, "--threads", "1"]).status, 0)
         try Data("not an image".utf8).write(to: scratch.appendingPathComponent("fake.jpg"))
         let result = try yolo(["predict", "--source", scratch.appendingPathComponent("fake.jpg").path])
         XCTAssertEqual(result.status, 1)

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// The check that the running CPU has the features the build targets.

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// The choice table on representative shapes, at and around each threshold, and the layout each

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 final class ConvTranspose2DTests: XCTestCase {

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// Depthwise convolutions (`DepthwiseRows` at stride 1, `depthwiseConv2d` otherwise) through `conv2d`.

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// `packedGEMM` with both tile geometries (the one this build does not target runs slowly but

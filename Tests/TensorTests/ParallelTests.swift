@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 
 /// Kernels split their work over `Parallel.width`; every split must match the reference, and
@@ -46,6 +47,20 @@ final class ParallelTests: XCTestCase {
             XCTAssertEqual(Parallel.width, expected, "set \(value)")
             XCTAssertEqual(BLAS.threads, expected, "BLAS follows Parallel")
         }
+    }
+
+    /// `withWidth` sets the count for its body's thread only, nests, and restores it after.
+    func testWithWidthIsScopedToItsBody() {
+        let outside = Parallel.width
+        Parallel.withWidth(3) {
+            XCTAssertEqual(Parallel.width, 3)
+            Parallel.withWidth(0) { XCTAssertEqual(Parallel.width, 1, "at least 1") }
+            Parallel.withWidth(nil) { XCTAssertEqual(Parallel.width, 3, "nil keeps the enclosing count") }
+            let other = Thread { XCTAssertEqual(Parallel.width, outside, "another thread keeps its own") }
+            other.start()
+            while !other.isFinished { usleep(1000) }
+        }
+        XCTAssertEqual(Parallel.width, outside)
     }
 
     func testConvolutionsAgreeAcrossThreadCounts() {

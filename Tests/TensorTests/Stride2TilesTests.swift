@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// `stride2TilesConv2d` (3×3 stride 2 on 2×2 output tiles) against the direct reference.

@@ -1,4 +1,5 @@
 import Tensor
+import TestSupport
 import XCTest
 
 /// `winogradConv2d` (3×3 stride 1 by F(2×2, 3×3)) against the direct reference, with both tile geometries

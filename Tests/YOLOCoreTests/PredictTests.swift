@@ -1,4 +1,5 @@
 import Foundation
+import Tensor
 import TestSupport
 import XCTest
 import YOLOCore
@@ -260,6 +261,28 @@ final class PredictTests: XCTestCase {
             XCTFail("expected a configuration error")
         } catch let error as YOLOError {
             XCTAssertEqual(error, .invalidConfiguration(field: "maxDetections", value: "0", reason: "must be at least 1"))
+        }
+    }
+
+    /// `threads` sets the kernels' thread count for the model's predictions only, and changes
+    /// no result; values outside 1…1024 are configuration errors.
+    func testThreadsApplyPerModelAndKeepResults() async throws {
+        let yolo = try await model("yolo26n")
+        let bus = try sharedFile("images/bus.jpg").path
+        let reference = try await yolo.predict(bus).boxes
+        for threads in [1, 2, 3] {
+            yolo.configuration.threads = threads
+            let boxes = try await yolo.predict(bus).boxes
+            XCTAssertEqual(boxes.map(\.xyxy), reference.map(\.xyxy), "threads \(threads)")
+            XCTAssertEqual(boxes.map(\.conf), reference.map(\.conf), "threads \(threads)")
+        }
+        XCTAssertEqual(Parallel.width, Parallel.defaultWidth, "the process's default is left alone")
+        yolo.configuration.threads = 0
+        do {
+            _ = try await yolo.predict(bus)
+            XCTFail("expected a configuration error")
+        } catch let error as YOLOError {
+            XCTAssertEqual(error, .invalidConfiguration(field: "threads", value: "0", reason: "must be in 1…1024"))
         }
     }
 
