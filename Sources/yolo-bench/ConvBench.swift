@@ -28,7 +28,6 @@ struct ConvBench: ParsableCommand {
 
     func run() throws {
         let threadCounts = try parseThreads(threads)
-        try BLAS.load()
         print("CPU: \(CPU.modelName) (\(CPU.simdLevel))")
         print("| input | output | kernel | stride | groups | threads | median ms | p10 ms | GFLOP/s |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -43,7 +42,7 @@ struct ConvBench: ParsableCommand {
             var y = [Float](repeating: 0, count: s.cout * ho * wo)
             let flop = 2 * Double(s.cout * ho * wo) * Double(s.cin / s.groups * s.kernel * s.kernel)
             for t in threadCounts {
-                BLAS.threads = t
+                Parallel.width = t
                 let scratch = Scratch()
                 var samples = [Double]()
                 x.withMap { xm in

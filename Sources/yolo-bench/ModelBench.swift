@@ -66,7 +66,7 @@ struct ModelBench: ParsableCommand {
         let ws = Workspace()
         for repetition in 1...repetitions {
             for (t, peak) in setup.sgemmPeaks {
-                BLAS.threads = t
+                Parallel.width = t
                 let latency = Latency(samples: try forwardMilliseconds(network, x, in: ws, warmup: warmup, iters: iters))
                 let layers = perLayer ? try layerRecords(network, x, in: ws, flops: flops, sgemmPeak: peak) : nil
                 report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency,

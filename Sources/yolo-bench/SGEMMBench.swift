@@ -49,7 +49,7 @@ struct SGEMMBench: ParsableCommand {
 
 /// Median wall time of `iters` GEMMs after two warm-up runs.
 func medianSGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -> Double {
-    BLAS.threads = threads
+    Parallel.width = threads
     let a = [Float](repeating: 0.5, count: m * k), b = [Float](repeating: 0.25, count: k * n)
     var c = [Float](repeating: 0, count: m * n)
     var samples = [Double]()
@@ -71,7 +71,7 @@ func medianSGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -
 /// Median wall time of `iters` 1×1 convolutions computing the same product into one preallocated
 /// output, as the OpenBLAS side writes into one C, after two warm-up runs.
 func medianConvGEMMMilliseconds(m: Int, n: Int, k: Int, threads: Int, iters: Int) -> Double {
-    BLAS.threads = threads
+    Parallel.width = threads
     let p = Conv2DParameters(kernel: 1)
     let weight = ConvWeights(Tensor(shape: [m, k, 1, 1], scalars: [Float](repeating: 0.5, count: m * k)), p)
     let x = Tensor(shape: [1, k, 1, n], scalars: [Float](repeating: 0.25, count: k * n))
