@@ -22,7 +22,7 @@ struct ModelBench: ParsableCommand {
     @Option(help: "Side of the square input image.")
     var imgsz = 640
 
-    @Option(help: "OpenBLAS thread counts, comma-separated; each is run.")
+    @Option(help: "Thread counts, comma-separated; each is run.")
     var threads = "\(ProcessInfo.processInfo.activeProcessorCount)"
 
     @Option(help: "Times the whole measurement is repeated.")
