@@ -1,7 +1,7 @@
 import Tensor
 
 /// Ultralytics `Classify`: Conv to 1280 channels, global average pool, linear → nc, softmax.
-struct Classify: Sendable {
+struct Classify: Head {
     let conv: Conv
     let linearWeight: Tensor, linearBias: [Float]
 
@@ -14,9 +14,26 @@ struct Classify: Sendable {
         linearBias = try w.tensor(p + ".linear.bias", shape: [nc]).scalars
     }
 
+    /// A `Classify` row: [nc, k, s].
+    init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
+        guard spec.isLast else { throw spec.fail("the Classify head must be the last layer") }
+        let nc = spec.args.first == .string("nc") ? spec.architecture.nc : try spec.int(0, "classes")
+        guard nc > 0 else { throw spec.fail("Classify needs a positive number of classes") }
+        try self.init(&w, spec.prefix, spec.inputChannels[0], nc: nc, k: try spec.int(1, "kernel", default: 1, in: 1...64),
+                      s: try spec.int(2, "stride", default: 1, in: 1...64))
+    }
+
+    var task: ModelTask { .classify }
+    var channels: Int { linearBias.count }
+    var parameterCount: Int { conv.parameterCount + linearWeight.count + linearBias.count }
+
+    /// The conv counted at its input's size, the linear layer once.
+    func flops(inputs: [Plane], output: Plane) -> Double { conv.flops(inputs[0]) + 2 * Double(linearWeight.count) }
+
     /// x: [C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside), in `ws`'s buffers.
-    func callAsFunction(_ x: Map, _ ws: Workspace) -> HeadMaps {
-        let y = conv(x, ws), nc = linearBias.count
+    func forward(_ input: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps {
+        let y = conv(input(0), ws), nc = linearBias.count
+        ws.observe(conv.name, y)
         let pooledMap = ws.map(channels: 1280, height: 1, width: 1), pooled = pooledMap.base
         for c in 0..<1280 {
             var sum: Float = 0

@@ -23,6 +23,18 @@ struct Proto26: Sendable {
         w.discard(prefix: p + ".semseg")
     }
 
+    var parameterCount: Int {
+        (refine + [fuse, cv1, cv2, cv3]).parameterCount + upsampleWeight.count + upsampleBias.count
+    }
+
+    /// FLOPs on the head's input levels of the given planes: the result is twice level 0's size.
+    func flops(_ levels: [Plane]) -> Double {
+        let (h, w) = levels[0]
+        let refined = refine.indices.reduce(0.0) { $0 + refine[$1].flops(levels[$1 + 1]) }
+        let upsample = 2 * Double(upsampleWeight.count * h * w)
+        return refined + upsample + [fuse, cv1].flops((h, w)) + [cv2, cv3].flops((2 * h, 2 * w))
+    }
+
     /// feature(i): the head's input level i → [masks, 2·H₀, 2·W₀] in a buffer of `ws`.
     func callAsFunction(_ feature: (Int) -> Map, _ ws: Workspace) -> Map {
         let first = feature(0)

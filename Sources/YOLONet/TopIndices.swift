@@ -16,8 +16,7 @@ package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
 ///
 /// o[0..<k] is a heap of the first k so far, the last of them in the order at its root: a later
 /// index enters only if it goes before the root, one comparison with a value in a register for
-/// most (against a quickselect that moved indices and read their values through them: about a
-/// fifth of the time on Detect's 8400 anchors and 300 × 80 candidates).
+/// most, where a quickselect would move indices and read their values through them.
 @discardableResult
 package func topIndices(_ v: UnsafePointer<Float>, count: Int, _ k: Int, order o: UnsafeMutablePointer<Int>) -> Int {
     let k = min(max(k, 0), count)
