@@ -1,6 +1,19 @@
 import Foundation
 import Tensor
 
+/// The last module: reads its input levels and produces the pass's results.
+protocol Head: Module {
+    var task: ModelTask { get }
+    /// Runs on `input(k)`, the map of the k-th layer of its `from`; the results are maps of `ws`
+    /// (`Workspace.result`).
+    func forward(_ input: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps
+}
+
+/// What a model does, from its head.
+package enum ModelTask: String, Sendable {
+    case detect, segment, pose, obb, classify
+}
+
 /// What a head produces for one image.
 package struct HeadOutput: Sendable {
     /// The inference output, as Ultralytics' head returns it:

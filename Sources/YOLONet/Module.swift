@@ -2,7 +2,8 @@ import Tensor
 
 /// An Ultralytics module a spec row can name: how it is built from its row, what it costs, and
 /// (through `Layer` or `Head`) how it runs. Adding one: a type conforming to `Layer` or `Head`
-/// in a file of its own, and its spec name in `Network.modules`.
+/// in a file of its own, and its spec name in `Network.modules`. While it runs, it shows the
+/// outputs of the modules inside it to `ws.observe` by their `state_dict` names.
 protocol Module: Sendable {
     /// Whether the row's (depth-scaled) repeats are the module's own; other modules need 1.
     static var repeatable: Bool { get }
@@ -47,19 +48,6 @@ extension Layer {
     func outputStride(_ inputStride: Int) -> Int { inputStride }
     func outputSize(height: Int, width: Int) -> Plane { (height, width) }
     var consumesInput: Bool { false }
-}
-
-/// The last module: reads its input levels and produces the pass's results.
-protocol Head: Module {
-    var task: ModelTask { get }
-    /// Runs on `input(k)`, the map of the k-th layer of its `from`; the results are maps of `ws`
-    /// (`Workspace.result`).
-    func forward(_ input: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps
-}
-
-/// What a model does, from its head.
-package enum ModelTask: String, Sendable, CaseIterable {
-    case detect, segment, pose, obb, classify
 }
 
 /// A row of the architecture spec with what a module needs to build itself from it: its place
