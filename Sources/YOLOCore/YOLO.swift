@@ -29,7 +29,7 @@ public final class YOLO: Sendable {
     /// Class names by index.
     public var names: [String] { model.names }
     /// The task the model was trained for, from its weight file.
-    public var task: YOLOTask { YOLOTask(rawValue: model.task) ?? .detect }
+    public var task: YOLOTask { YOLOTask(rawValue: model.task.rawValue) ?? .detect }
 
     /// Settings used from the next prediction on. Setting an invalid value throws at the next
     /// prediction, naming the field.

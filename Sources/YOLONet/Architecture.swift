@@ -101,7 +101,7 @@ package struct Architecture: Sendable, Decodable {
 
     /// Bounds checked before any size is computed from them, so an edited spec cannot overflow
     /// or trap later: nc, reg_max and each row's repeats (channels, kernels and strides are
-    /// checked where `Network` reads a row's arguments).
+    /// checked where a module reads its row's arguments, `ModuleSpec`).
     private func validate() throws {
         guard (1...100_000).contains(nc) else {
             throw ModelError.invalidMetadata(key: "arch", value: "nc = \(nc)", reason: "the class count must be in 1...100000")

@@ -2,7 +2,9 @@ import Tensor
 
 /// Ultralytics `Conv`: Conv2d (padding k/2) + BatchNorm (folded at load) + SiLU, or a plain
 /// `nn.Conv2d` with bias and no activation. x: [N, c1, H, W] → [N, c2, H/s, W/s].
-package struct Conv: Sendable {
+struct Conv: Layer {
+    /// Its `state_dict` prefix, the name its output is observed by.
+    let name: String
     let weight: ConvWeights
     let bias: [Float]
     let parameters: Conv2DParameters
@@ -18,6 +20,17 @@ package struct Conv: Sendable {
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         (weight, bias) = (ConvWeights(w, parameters), b)
         self.activation = plain ? .none : activation
+        name = prefix
+    }
+
+    /// A `Conv` or `DWConv` row: [c2, k, s].
+    init(_ spec: ModuleSpec, _ weights: inout some WeightSource) throws {
+        let (c1, c2) = (spec.inputChannels[0], try spec.outChannels())
+        let k = try spec.int(1, "kernel", default: 1, in: 1...64), s = try spec.int(2, "stride", default: 1, in: 1...64)
+        guard spec.args.count <= 3 else { throw spec.fail("\(spec.row.module) supports [c2, k, s], got \(spec.args)") }
+        try self.init(&weights, spec.prefix, c1, c2, k: k, s: s, g: spec.row.module == "DWConv" ? gcd(c1, c2) : 1)
+        let stride = outputStride(spec.inputStrides[0])
+        guard stride <= 1 << 16 else { throw spec.fail("the total stride \(stride) is too large") }
     }
 
     /// Ultralytics `DWConv`: groups = gcd(c1, c2).
@@ -45,10 +58,31 @@ package struct Conv: Sendable {
         return ws.map(channels: weight.shape[0], height: h, width: w)
     }
 
-    /// Multiply-adds × 2 for an output of `outputShape`.
-    func flops(outputShape: [Int]) -> Double {
-        2 * Double(outputShape.reduce(1, *)) * Double(weight.shape[1] * weight.shape[2] * weight.shape[3])
+    var channels: Int { weight.shape[0] }
+    var parameterCount: Int { weight.count + bias.count }
+    func outputStride(_ inputStride: Int) -> Int { inputStride * parameters.strideH }
+    func outputSize(height: Int, width: Int) -> Plane {
+        let (h, w) = parameters.outputSize(h: height, w: width)
+        return (h, w)
     }
+
+    func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
+        self(input(0), into: y!, ws)
+        return y!
+    }
+
+    func flops(inputs: [Plane], output: Plane) -> Double { flops(output) }
+
+    /// Multiply-adds × 2 for an output plane.
+    func flops(_ output: Plane) -> Double {
+        2 * Double(channels * output.height * output.width) * Double(weight.shape[1] * weight.shape[2] * weight.shape[3])
+    }
+}
+
+extension [Conv] {
+    /// The convolutions' FLOPs, all with outputs of one plane.
+    func flops(_ output: Plane) -> Double { reduce(0) { $0 + $1.flops(output) } }
+    var parameterCount: Int { reduce(0) { $0 + $1.parameterCount } }
 }
 
 func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }

@@ -1,68 +1,8 @@
 import Foundation
 import Tensor
 
-/// What a head produces for one image.
-package struct HeadOutput: Sendable {
-    /// The inference output, as Ultralytics' head returns it:
-    /// - detect, end-to-end: [1, k, 6] rows of (x1, y1, x2, y2, score, class) in input pixels,
-    ///   sorted by score, k = min(300, anchors); segment adds 32 mask coefficients per row, pose
-    ///   adds (x, y, visibility) per keypoint in input pixels, obb is (cx, cy, w, h, score,
-    ///   class, angle in radians).
-    /// - detect, one-to-many (legacy): [1, 4 + nc, anchors] rows of (cx, cy, w, h) then class
-    ///   probabilities.
-    /// - classify: [1, nc] probabilities.
-    package let output: Tensor
-    /// Segmentation prototypes [1, 32, H/4, W/4].
-    package let protos: Tensor?
-    /// The head's maps before decoding, named like the reference files' `output.1.*`:
-    /// "boxes" [1, 4 · regMax, anchors], "scores" (class logits) [1, nc, anchors], and per task
-    /// "mask_coefficient", "kpts" or "angle".
-    package let raw: [String: Tensor]
-
-    /// Copies of the maps in `head` (without the raw maps unless `raw`).
-    package init(_ head: HeadMaps, raw copyRaw: Bool = true) {
-        func tensor(_ map: Map) -> Tensor { Tensor(map).reshaped([1, map.channels, map.width]) }
-        output = Tensor(head.output).reshaped(head.outputShape)
-        protos = head.protos.map { Tensor($0) }
-        var raw = [String: Tensor]()
-        for (name, map) in copyRaw ?  [("boxes", head.boxes), ("scores", head.scores), ("logits", head.logits)] : [] {
-            if let map { raw[name] = name == "logits" ? Tensor(map).reshaped([1, map.width]) : tensor(map) }
-        }
-        if copyRaw, let (name, map) = head.extra { raw[name] = tensor(map) }
-        self.raw = raw
-    }
-}
-
-/// A head's results in its workspace (`Workspace.result`), valid until the workspace's next pass: `HeadOutput`'s
-/// tensors as maps whose height is 1 (a [1, c, n] tensor is a map of c channels of width n).
-package struct HeadMaps {
-    /// `HeadOutput.output`; rank 2 ([1, n], classify) or 3.
-    package let output: Map
-    package let outputRank: Int
-    /// `HeadOutput.output`'s shape.
-    package var outputShape: [Int] { outputRank == 2 ? [1, output.width] : [1, output.channels, output.width] }
-    package let protos: Map?
-    /// The raw maps: detect heads' boxes, scores and task extra; Classify's logits.
-    package let boxes: Map?, scores: Map?, logits: Map?
-    package let extra: (name: String, map: Map)?
-}
-
-/// How an end-to-end head picks its detections (Ultralytics sets these on the head from the
-/// predict arguments).
-package struct HeadSelection: Sendable, Equatable {
-    /// Rows kept by the top-k: Ultralytics uses max(max_det, 300).
-    package var maxDetections = 300
-    /// One row per anchor (its best class) instead of the best (anchor, class) pairs.
-    package var agnostic = false
-
-    package init(maxDetections: Int = 300, agnostic: Bool = false) {
-        self.maxDetections = maxDetections
-        self.agnostic = agnostic
-    }
-}
-
 /// What a head adds per anchor to Detect's boxes and classes.
-enum HeadTask: Sendable, Equatable {
+enum HeadKind: Sendable, Equatable {
     case detect
     /// Segment26: mask coefficients per anchor, and prototype masks from Proto26.
     case segment(masks: Int, protoChannels: Int)
@@ -78,6 +18,15 @@ enum HeadTask: Sendable, Equatable {
         case .segment(let masks, _): masks
         case .pose(let keypoints, let dims): keypoints * dims
         case .obb(let extras): extras
+        }
+    }
+
+    var task: ModelTask {
+        switch self {
+        case .detect: .detect
+        case .segment: .segment
+        case .pose: .pose
+        case .obb: .obb
         }
     }
 
@@ -97,10 +46,10 @@ enum HeadTask: Sendable, Equatable {
 /// twice, then Conv2d 1×1 → nc; or Conv 3×3 twice in legacy models) and the task's extra
 /// branch, decoded against anchor centres. YOLO26: regMax 1 and an end-to-end top-k; YOLO11:
 /// a 16-bin DFL and the dense output that NMS consumes.
-struct Detect: Sendable {
+struct Detect: Head {
     let nc: Int, regMax: Int
     let endToEnd: Bool
-    let task: HeadTask
+    let kind: HeadKind
     let box: [[Conv]], cls: [[Conv]], extra: [[Conv]]
     let proto: Proto26?
     /// DFL bin weights (0, 1, …, regMax − 1 in every Ultralytics model).
@@ -108,9 +57,57 @@ struct Detect: Sendable {
     /// Each level's input-to-map size ratio.
     let strides: [Int]
 
+    /// A `Detect`, `Segment26`, `Pose26` or `OBB26` row: [nc, …] with the task's numbers
+    /// (Segment26: masks, prototype channels; OBB26: extra parameters; Pose26 reads `kpt_shape`).
+    init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
+        let nc: Int, module = spec.row.module
+        switch spec.args.first {
+        case .string("nc"), nil: nc = spec.architecture.nc
+        case let value?: guard let v = value.int, v > 0 else { throw spec.fail("nc must be a positive integer") }; nc = v
+        }
+        guard spec.isLast else { throw spec.fail("the \(module) head must be the last layer") }
+        guard spec.from.allSatisfy({ $0 >= 0 }) else { throw spec.fail("\(module) reads layer outputs, not the input") }
+        let kind: HeadKind
+        switch module {
+        case "Segment26":
+            let masks = try spec.int(1, "masks", default: 32)
+            let protos = spec.scaled(try spec.int(2, "prototype channels", default: 256))
+            // Proto26 upsamples level i by 2^i onto level 0.
+            guard spec.inputStrides.enumerated().allSatisfy({ $1 == spec.inputStrides[0] << $0 }) else {
+                throw spec.fail("Segment26 needs levels whose strides double, got \(spec.inputStrides)")
+            }
+            kind = .segment(masks: masks, protoChannels: protos)
+        case "Pose26":
+            let shape = spec.architecture.kptShape
+            guard let shape, shape.count == 2, (1...1024).contains(shape[0]), (2...3).contains(shape[1]) else {
+                throw spec.fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(shape.map { "\($0)" } ?? "none")")
+            }
+            kind = .pose(keypoints: shape[0], dims: shape[1])
+        case "OBB26":
+            kind = .obb(extras: try spec.int(1, "extra parameters", default: 1))
+        default:
+            kind = .detect
+        }
+        try self.init(&w, spec.prefix, nc: nc, regMax: spec.architecture.regMax, endToEnd: spec.architecture.endToEnd,
+                      legacy: spec.legacy, kind: kind, channels: spec.inputChannels, strides: spec.inputStrides)
+    }
+
+    var task: ModelTask { kind.task }
+    var channels: Int { nc }
+    var convs: [Conv] { (box + cls + extra).flatMap { $0 } }
+    var parameterCount: Int { convs.parameterCount + dfl.count + (proto?.parameterCount ?? 0) }
+
+    /// The branches at each input level's size; Proto26 at the first level's.
+    func flops(inputs levels: [Plane], output: Plane) -> Double {
+        let branches = levels.indices.reduce(0.0) { sum, i in
+            sum + (box[i] + cls[i] + (extra.isEmpty ? [] : extra[i])).flops(levels[i])
+        }
+        return branches + (proto?.flops(levels) ?? 0)
+    }
+
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
-         task: HeadTask, channels: [Int], strides: [Int]) throws {
-        (self.nc, self.regMax, self.endToEnd, self.task, self.strides) = (nc, regMax, endToEnd, task, strides)
+         kind: HeadKind, channels: [Int], strides: [Int]) throws {
+        (self.nc, self.regMax, self.endToEnd, self.kind, self.strides) = (nc, regMax, endToEnd, kind, strides)
         let c2 = max(16, channels[0] / 4, regMax * 4), c3 = max(channels[0], min(nc, 100))
         /// The box, class and extra branches of one head ("one2one_" or "").
         func branches(_ prefix: String) throws -> ([[Conv]], [[Conv]], [[Conv]]) {
@@ -131,7 +128,7 @@ struct Detect: Sendable {
             }
             let extra = try channels.enumerated().map { i, c -> [Conv] in
                 let q = "\(p).\(prefix)cv4.\(i)"
-                switch task {
+                switch kind {
                 case .detect:
                     return []
                 case .segment(let masks, _), .obb(let masks):
@@ -158,7 +155,7 @@ struct Detect: Sendable {
             (box, cls, extra) = try branches("")
         }
         w.discard(prefix: p + ".flow_model")
-        if case .segment(let masks, let protoChannels) = task {
+        if case .segment(let masks, let protoChannels) = kind {
             proto = try Proto26(&w, p + ".proto", channels: channels, hidden: protoChannels, masks: masks)
         } else {
             proto = nil
@@ -167,8 +164,8 @@ struct Detect: Sendable {
     }
 
     /// feature(i): level i's [C_i, H_i, W_i] map. The results are maps of `ws` (`Workspace.result`).
-    func callAsFunction(_ feature: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps {
-        let levels = strides.count, e = task.extraChannels
+    func forward(_ feature: (Int) -> Map, selection: HeadSelection, _ ws: Workspace) -> HeadMaps {
+        let levels = strides.count, e = kind.extraChannels
         var a = 0
         for i in 0..<levels { a += feature(i).plane }
         /// A [c, A] map: a row per channel, a column per anchor.
@@ -187,10 +184,12 @@ struct Detect: Sendable {
         }
         // decoded [4 + E, A]: the boxes in input pixels, then the extras (keypoints decoded).
         let decoded = rows(4 + e)
-        decode(boxes.base, anchors: a, angles: task.extraName == "angle" ? extras?.base : nil, feature, into: decoded.base, ws)
+        let angles: UnsafeMutablePointer<Float>?
+        if case .obb = kind { angles = extras?.base } else { angles = nil }
+        decode(boxes.base, anchors: a, angles: angles, feature, into: decoded.base, ws)
         if let extras {
             (decoded.base + 4 * a).update(from: extras.base, count: e * a)
-            if task.extraName == "kpts" { decodeKeypoints(decoded.base + 4 * a, anchors: a, feature) }
+            decodeKeypoints(decoded.base + 4 * a, anchors: a, feature)
         }
         let probs = rows(nc)
         activate(.sigmoid, scores.base, probs.base, count: nc * a)
@@ -207,7 +206,7 @@ struct Detect: Sendable {
         ws.release(probs)
         ws.release(decoded)
         return HeadMaps(output: output, outputRank: 3, protos: proto.map { $0(feature, ws) }, boxes: boxes, scores: scores,
-                        logits: nil, extra: extras.map { (task.extraName, $0) })
+                        logits: nil, extra: extras.map { (kind.extraName, $0) })
     }
 
     /// `Workspace.buffer` slots of the head's index tables.
@@ -220,8 +219,10 @@ struct Detect: Sendable {
     private func run(_ convs: [Conv], _ x: Map, into out: UnsafeMutablePointer<Float>, columns: Int, from column: Int,
                      _ ws: Workspace) {
         var y = convs[0](x, ws)
+        ws.observe(convs[0].name, y)
         for conv in convs.dropFirst() {
             let next = conv(y, ws)
+            ws.observe(conv.name, next)
             ws.release(y)
             y = next
         }
@@ -266,7 +267,7 @@ struct Detect: Sendable {
     /// Pose26 keypoints, in place: x, y offsets from the anchor centre in cells → input pixels;
     /// the visibility logit → probability. kpts: [K · dims, A].
     private func decodeKeypoints(_ kpts: UnsafeMutablePointer<Float>, anchors a: Int, _ feature: (Int) -> Map) {
-        guard case .pose(let keypoints, let dims) = task else { return }
+        guard case .pose(let keypoints, let dims) = kind else { return }
         var anchor = 0
         for level in 0..<strides.count {
             let s = Float(strides[level]), x = feature(level)
@@ -315,11 +316,11 @@ struct Detect: Sendable {
     private func topK(_ decoded: UnsafePointer<Float>, _ probs: UnsafePointer<Float>, anchors a: Int,
                       _ selection: HeadSelection, _ ws: Workspace) -> Map {
         precondition(selection.maxDetections > 0, "maxDetections must be positive, got \(selection.maxDetections)")
-        let k = min(selection.maxDetections, a), e = task.extraChannels
+        let k = min(selection.maxDetections, a), e = kind.extraChannels
         let bestMap = ws.map(channels: 1, height: 1, width: a), best = bestMap.base
         defer { ws.release(bestMap) }
         let label = ws.buffer(Slot.labels, Int32.self, count: a)
-        // Over the threads (on one, Detect took 1 % longer on 2 threads).
+        // Over the threads: it reads every class score of every anchor.
         columnMaxima(probs, rows: nc, columns: a, best, label)
         let order = ws.buffer(Slot.order, Int.self, count: max(a, k * nc))
         topIndices(best, count: a, k, order: order)
@@ -351,152 +352,4 @@ struct Detect: Sendable {
         }
         return output
     }
-}
-
-/// Ultralytics `Proto26`: the deeper levels refined to the first level's channels (1×1),
-/// upsampled (nearest) and added to it, fused (3×3), then `Proto`: Conv 3×3, a 2×2 stride-2
-/// transposed conv, Conv 3×3, Conv 1×1 → `masks` prototypes at 1/4 of the input size.
-/// The semantic-segmentation branch only trains.
-struct Proto26: Sendable {
-    let refine: [Conv]
-    let fuse: Conv, cv1: Conv, cv2: Conv, cv3: Conv
-    let upsampleWeight: Tensor, upsampleBias: [Float]
-
-    init(_ w: inout some WeightSource, _ p: String, channels: [Int], hidden: Int, masks: Int) throws {
-        // The transposed convolution runs on OpenBLAS: a missing library is an error here, not
-        // a crash at the first inference.
-        try BLAS.load()
-        refine = try channels.dropFirst().enumerated().map { try Conv(&w, "\(p).feat_refine.\($0)", $1, channels[0]) }
-        fuse = try Conv(&w, p + ".feat_fuse", channels[0], hidden, k: 3)
-        cv1 = try Conv(&w, p + ".cv1", hidden, hidden, k: 3)
-        upsampleWeight = try w.tensor(p + ".upsample.weight", shape: [hidden, hidden, 2, 2])
-        upsampleBias = try w.tensor(p + ".upsample.bias", shape: [hidden]).scalars
-        cv2 = try Conv(&w, p + ".cv2", hidden, hidden, k: 3)
-        cv3 = try Conv(&w, p + ".cv3", hidden, masks)
-        w.discard(prefix: p + ".semseg")
-    }
-
-    /// feature(i): the head's input level i → [masks, 2·H₀, 2·W₀] in a buffer of `ws`.
-    func callAsFunction(_ feature: (Int) -> Map, _ ws: Workspace) -> Map {
-        let first = feature(0)
-        let feat = ws.map(channels: first.channels, like: first), up = ws.map(channels: first.channels, like: first)
-        first.write(to: feat)
-        for (i, conv) in refine.enumerated() {
-            let refined = conv(feature(i + 1), ws)
-            upsampleNearest(refined, scale: 1 << (i + 1), into: up)
-            addVectors(feat.base, up.base, into: feat.base, count: feat.count)
-            ws.release(refined)
-        }
-        ws.release(up)
-        let fused = fuse(feat, ws)
-        ws.release(feat)
-        let c1 = cv1(fused, ws)
-        ws.release(fused)
-        let upsampled = ws.map(channels: c1.channels, height: 2 * c1.height, width: 2 * c1.width)
-        convTranspose2d(c1, weight: upsampleWeight, bias: upsampleBias, stride: 2, padding: 0, into: upsampled,
-                        scratch: ws.scratch)
-        ws.release(c1)
-        let c2 = cv2(upsampled, ws)
-        ws.release(upsampled)
-        let out = ws.result(channels: cv3.weight.shape[0], height: c2.height, width: c2.width)
-        cv3(c2, into: out, ws)
-        ws.release(c2)
-        return out
-    }
-}
-
-/// Ultralytics `Classify`: Conv to 1280 channels, global average pool, linear → nc, softmax.
-struct Classify: Sendable {
-    let conv: Conv
-    let linearWeight: Tensor, linearBias: [Float]
-
-    init(_ w: inout some WeightSource, _ p: String, _ c1: Int, nc: Int, k: Int, s: Int) throws {
-        // The linear layer runs on OpenBLAS: a missing library is an error here, not a crash at
-        // the first inference.
-        try BLAS.load()
-        conv = try Conv(&w, p + ".conv", c1, 1280, k: k, s: s)
-        linearWeight = try w.tensor(p + ".linear.weight", shape: [nc, 1280])
-        linearBias = try w.tensor(p + ".linear.bias", shape: [nc]).scalars
-    }
-
-    /// x: [C, H, W] → probabilities [1, nc] (raw "logits" [1, nc] alongside), in `ws`'s buffers.
-    func callAsFunction(_ x: Map, _ ws: Workspace) -> HeadMaps {
-        let y = conv(x, ws), nc = linearBias.count
-        let pooledMap = ws.map(channels: 1280, height: 1, width: 1), pooled = pooledMap.base
-        for c in 0..<1280 {
-            var sum: Float = 0
-            for i in 0..<y.plane { sum += y.base[c * y.plane + i] }
-            pooled[c] = sum / Float(y.plane)
-        }
-        ws.release(y)
-        let logitsMap = ws.result(channels: 1, height: 1, width: nc), probsMap = ws.result(channels: 1, height: 1, width: nc)
-        let (logits, probs) = (logitsMap.base, probsMap.base)
-        linearWeight.scalars.withUnsafeBufferPointer {
-            BLAS.sgemm(transB: true, m: 1, n: nc, k: 1280, a: pooled, lda: 1280, b: $0.baseAddress!, ldb: 1280, c: logits, ldc: nc)
-        }
-        ws.release(pooledMap)
-        for i in 0..<nc { logits[i] += linearBias[i] }
-        probs.update(from: logits, count: nc)
-        softmax(probs, outer: 1, length: nc, inner: 1)
-        return HeadMaps(output: probsMap, outputRank: 2, protos: nil, boxes: nil, scores: nil, logits: logitsMap, extra: nil)
-    }
-}
-
-/// Indices of the `k` largest values, largest first; ties keep the lower index first.
-///
-/// (value descending, index ascending) is a strict total order on the indices, so keeping the
-/// first k in that order while scanning, then sorting them, gives exactly the prefix of the full
-/// sort, in O(n + k log k · log(n / k)) instead of O(n log n).
-package func topIndices(_ values: [Float], _ k: Int) -> [Int] {
-    var order = [Int](repeating: 0, count: values.count)
-    let k = values.withUnsafeBufferPointer { v in
-        order.withUnsafeMutableBufferPointer { topIndices(v.baseAddress!, count: v.count, k, order: $0.baseAddress!) }
-    }
-    return Array(order.prefix(k))
-}
-
-/// `topIndices` on buffers: the first min(k, count) entries of `order` (room for `count`) are
-/// the indices; returns how many.
-///
-/// o[0..<k] is a heap of the first k so far, the last of them in the order at its root: a later
-/// index enters only if it goes before the root, one comparison with a value in a register for
-/// most (against a quickselect that moved indices and read their values through them: about a
-/// fifth of the time on Detect's 8400 anchors and 300 × 80 candidates).
-@discardableResult
-package func topIndices(_ v: UnsafePointer<Float>, count: Int, _ k: Int, order o: UnsafeMutablePointer<Int>) -> Int {
-    let k = min(max(k, 0), count)
-    guard k > 0 else { return 0 }
-    func before(_ i: Int, _ j: Int) -> Bool { v[i] > v[j] || (v[i] == v[j] && i < j) }
-    /// Restores the heap of o[0..<n] below position i (each entry after its children in the order).
-    func siftDown(_ i: Int, _ n: Int) {
-        var i = i
-        while 2 * i + 1 < n {
-            var child = 2 * i + 1
-            if child + 1 < n && before(o[child], o[child + 1]) { child += 1 }
-            guard before(o[i], o[child]) else { return }
-            (o[i], o[child]) = (o[child], o[i])
-            i = child
-        }
-    }
-    for i in 0..<k {
-        o[i] = i
-        var j = i
-        while j > 0 && before(o[(j - 1) / 2], o[j]) {
-            (o[j], o[(j - 1) / 2]) = (o[(j - 1) / 2], o[j])
-            j = (j - 1) / 2
-        }
-    }
-    // A later index goes before the root only with a larger value (equal ones have the lower index).
-    var last = v[o[0]]
-    for i in k..<count where v[i] > last {
-        o[0] = i
-        siftDown(0, k)
-        last = v[o[0]]
-    }
-    // Heap sort: the last of the order to the end, one at a time.
-    for end in stride(from: k - 1, to: 0, by: -1) {
-        (o[0], o[end]) = (o[end], o[0])
-        siftDown(0, end)
-    }
-    return k
 }

@@ -5,8 +5,7 @@ import Tensor
 package struct Model: Sendable {
     package let network: Network
     package let architecture: Architecture
-    /// `detect`, `segment`, `pose`, `obb` or `classify`.
-    package let task: String
+    package let task: ModelTask
     /// Class names by index.
     package let names: [String]
     /// Training image size, the default inference size.
@@ -26,9 +25,9 @@ package struct Model: Sendable {
             return value
         }
         var architecture = try Architecture(json: try required("arch"))
-        let task = metadata["task"] ?? "detect"
-        guard ["detect", "segment", "pose", "obb", "classify"].contains(task) else {
-            throw ModelError.invalidMetadata(key: "task", value: task, reason: "not one of detect, segment, pose, obb, classify")
+        let taskName = metadata["task"] ?? "detect"
+        guard let task = ModelTask(rawValue: taskName) else {
+            throw ModelError.invalidMetadata(key: "task", value: taskName, reason: "not one of detect, segment, pose, obb, classify")
         }
         if let flag = metadata["end2end"] {
             guard let e2e = Bool(flag) else { throw ModelError.invalidMetadata(key: "end2end", value: flag, reason: "not true or false") }
@@ -39,7 +38,7 @@ package struct Model: Sendable {
         let unused = weights.unused
         guard unused.isEmpty else { throw ModelError.unusedTensors(names: unused) }
         guard network.task == task else {
-            throw ModelError.invalidMetadata(key: "task", value: task, reason: "the architecture's head does \(network.task)")
+            throw ModelError.invalidMetadata(key: "task", value: taskName, reason: "the architecture's head does \(network.task)")
         }
         names = try Self.parseNames(metadata["names"], count: network.classCount)
         if let text = metadata["imgsz"] {

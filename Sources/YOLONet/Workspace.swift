@@ -43,6 +43,8 @@ package final class Workspace {
     /// when an earlier layer writes its back).
     var outputs: [Map?] = []
     var owns: [Bool] = []
+    /// Sees the outputs of modules inside the layers during a pass, by `state_dict` name.
+    var observer: ((String, Map) -> Void)?
     /// Growable buffers of the head's index tables, by use.
     private var buffers: [UnsafeMutableRawPointer?] = []
     private var bufferBytes: [Int] = []
@@ -136,9 +138,8 @@ package final class Workspace {
     /// overlaps no placed block whose span meets its own. The order starts as largest size ×
     /// span first and is improved by swapping two blocks while that does not grow the arena,
     /// until it is as small as the peak of live blocks (no plan can be smaller) or 500 swaps
-    /// have been tried (a pseudo-random sequence, the same every time). yolo26n at 640: 13.1 MB
-    /// from the first order (and in allocation order), 12.3 MB after the swaps, 0.2 MB over the
-    /// peak; yolo26n-seg 19.9 MB, the peak (allocation order: 23.9 MB).
+    /// have been tried (a pseudo-random sequence, the same every time). ARCHITECTURE.md has the
+    /// sizes this gives.
     private func replan() {
         let spans = blocks.map { (count: $0.count, start: $0.start, end: $0.end == Int.max ? clock + 1 : $0.end) }
         func layout(_ order: [Int]) -> (offsets: [Int], size: Int) {
@@ -172,6 +173,9 @@ package final class Workspace {
         planned = best.size
     }
 
+    /// Shows the observer, if any, the output of the module `name`.
+    func observe(_ name: String, _ map: Map) { observer?(name, map) }
+
     /// Buffer `slot` with room for `count` values of `type`, kept from pass to pass (contents
     /// are not): the head's index tables.
     func buffer<T>(_ slot: Int, _ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
@@ -195,7 +199,7 @@ extension Network {
     /// over its pixel count: they grow with the pixel count) × pixels, plus the attention
     /// scores, positions² floats, which grow with its square.
     package func estimatedBytes(height: Int, width: Int, bytesPerPixel: Double) -> Double {
-        let positions = nodes.filter { !$0.op.attentions.isEmpty }.map { Double((height / $0.stride) * (width / $0.stride)) }.max() ?? 0
+        let positions = nodes.filter { $0.role.module.hasAttention }.map { Double((height / $0.stride) * (width / $0.stride)) }.max() ?? 0
         return bytesPerPixel * Double(height * width) + Double(MemoryLayout<Float>.stride) * positions * positions
     }
 

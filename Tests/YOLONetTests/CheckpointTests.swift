@@ -29,7 +29,7 @@ final class CheckpointTests: XCTestCase {
         let a = try Model(file: pt), b = try Model(file: st)
         XCTAssertEqual(a.names, b.names, file: file, line: line)
         XCTAssertEqual(a.imageSize, b.imageSize, file: file, line: line)
-        let side = a.task == "classify" ? 64 : 128
+        let side = a.task == .classify ? 64 : 128
         var state: UInt32 = 1
         let input = Tensor(shape: [1, 3, side, side], scalars: (0 ..< 3 * side * side).map { _ in
             state = state &* 1_664_525 &+ 1_013_904_223

@@ -26,6 +26,7 @@ struct Attention: Sendable {
         let (c, n) = (x.channels, x.plane)
         // qkv: [heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
         let qkv = qkv(x, ws), out = ws.map(channels: c, like: x), v = ws.map(channels: c, like: x)
+        ws.observe(self.qkv.name, qkv)
         attention(qkv.base, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, scale: scale, into: out.base,
                   scratch: ws.scratch)  // [heads, headDim, N]
         let rows = 2 * keyDim + headDim
@@ -38,10 +39,16 @@ struct Attention: Sendable {
         ws.release(out)
         ws.release(qkv)
     }
+
+    /// qᵀk ([N, keyDim] · [keyDim, N]) and v·attnᵀ ([headDim, N] · [N, N]) for every head.
+    func matmulFLOPs(positions n: Int) -> Double {
+        2 * Double(heads) * Double(n) * Double(n) * Double(keyDim + headDim)
+    }
 }
 
 /// Ultralytics `PSABlock`: x + attn(x), then + ffn (1×1 expand ×2 with SiLU, 1×1 back).
 struct PSABlock: Sendable {
+    let name: String
     let attn: Attention
     let ffn0: Conv, ffn1: Conv
 
@@ -49,13 +56,17 @@ struct PSABlock: Sendable {
         attn = try Attention(&w, p + ".attn", c, heads: heads)
         ffn0 = try Conv(&w, p + ".ffn.0", c, 2 * c)
         ffn1 = try Conv(&w, p + ".ffn.1", 2 * c, c, activation: .none)
+        name = p
     }
+
+    var convs: [Conv] { [attn.qkv, attn.proj, attn.pe, ffn0, ffn1] }
 
     /// y may be x: x is last read before y is written.
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
         let a = ws.map(channels: x.channels, like: x)
         attn(x, into: a, residual: x, ws)
         let f = ffn0(a, ws)
+        ws.observe(ffn0.name, f)
         ffn1(f, into: y, residual: a, ws)
         ws.release(f)
         ws.release(a)
@@ -63,7 +74,7 @@ struct PSABlock: Sendable {
 }
 
 /// Ultralytics `C2PSA`: cv1 splits into (a, b), b runs through `n` PSABlocks, cv2 joins.
-struct C2PSA: Sendable {
+struct C2PSA: Layer {
     let cv1: Conv, cv2: Conv
     let hidden: Int
     let m: [PSABlock]
@@ -77,11 +88,34 @@ struct C2PSA: Sendable {
         m = try (0..<n).map { try PSABlock(&w, p + ".m.\($0)", c, heads: max(c / 64, 1)) }
     }
 
+    static var repeatable: Bool { true }
+
+    /// A `C2PSA` row: [c2, e].
+    init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
+        let channels = try spec.outChannels()
+        try self.init(&w, spec.prefix, spec.inputChannels[0], channels, n: spec.repeats,
+                      e: try spec.double(1, "expansion", default: 0.5))
+    }
+
+    var channels: Int { cv2.channels }
+    var convs: [Conv] { [cv1, cv2] + m.flatMap(\.convs) }
+    var parameterCount: Int { convs.parameterCount }
+    var hasAttention: Bool { !m.isEmpty }
+
+    func flops(inputs: [Plane], output: Plane) -> Double {
+        m.reduce(convs.flops(output)) { $0 + $1.attn.matmulFLOPs(positions: output.height * output.width) }
+    }
+
     /// The blocks run in place on the second half of cv1's output, which is cv2's input.
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
-        let ab = cv1(x, ws), b = ab.channels(hidden..<(2 * hidden))
-        for block in m { block(b, into: b, ws) }
-        cv2(ab, into: y, ws)
+    func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
+        let ab = cv1(input(0), ws), b = ab.channels(hidden..<(2 * hidden))
+        ws.observe(cv1.name, ab)
+        for block in m {
+            block(b, into: b, ws)
+            ws.observe(block.name, b)
+        }
+        cv2(ab, into: y!, ws)
         ws.release(ab)
+        return y!
     }
 }
