@@ -80,13 +80,6 @@ public enum BLAS {
         loaded.coreName().map { String(cString: $0) } ?? "unknown"
     }
 
-    /// `Parallel.width`, the count `sgemm` splits its columns over, as every kernel does: OpenBLAS
-    /// runs single-threaded inside that split.
-    public static var threads: Int {
-        get { Parallel.width }
-        set { Parallel.width = newValue }
-    }
-
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, with leading dimensions.
     /// op(A) is M×K (A is stored K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
     /// With `threads` > 1 the N columns are split over the threads, each a single-threaded GEMM.

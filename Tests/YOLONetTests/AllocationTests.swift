@@ -1,6 +1,7 @@
 import AllocationCounter
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -11,18 +12,18 @@ final class AllocationTests: XCTestCase {
     func testForwardAllocatesNothingAfterWarmUp() throws {
         try XCTSkipUnless(allocation_counter_available() != 0, "a sanitizer build counts no allocations (scripts/sanitize)")
         try BLAS.load()
-        let saved = BLAS.threads
-        defer { BLAS.threads = saved }
+        let saved = Parallel.width
+        defer { Parallel.width = saved }
         // The counter sees every allocation in the process: it must see this one.
         allocation_counter_start()
         let probe = [Float](repeating: 1, count: 1 + Int.random(in: 0...1))
         XCTAssertGreaterThan(allocation_counter_stop(), 0, "the allocation counter counts (\(probe.count))")
         for name in ["yolo26n", "yolo26n-seg", "yolo26n-pose", "yolo26n-obb", "yolo26n-cls", "yolo11n"] {
-            let model = try Model(contentsOf: weightsURL(name))
+            let model = try Model(contentsOf: weightsFile(name))
             let side = name.hasSuffix("-cls") ? 224 : 320
             let x = Tensor(shape: [1, 3, side, side], scalars: (0..<(3 * side * side)).map { Float($0 % 251) / 251 })
             for threads in [1, 2] {
-                BLAS.threads = threads
+                Parallel.width = threads
                 let ws = Workspace()
                 for _ in 0..<2 { _ = try model.network.forward(x, in: ws) }
                 // The counter also sees other threads of the test process (another test's task

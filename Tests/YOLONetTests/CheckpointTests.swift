@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -46,7 +47,7 @@ final class CheckpointTests: XCTestCase {
 
     func testSharedCheckpointsMatchTheirSafetensors() throws {
         for name in ["yolo26n", "yolo26n-seg", "yolo26n-pose", "yolo26n-obb", "yolo26n-cls", "yolo11n"] {
-            let safetensors = try weightsURL(name)
+            let safetensors = try weightsFile(name)
             let checkpoint = safetensors.deletingLastPathComponent().appendingPathComponent(name + "-w8.pt")
             try assertSameModel(checkpoint, safetensors)
         }
@@ -67,7 +68,7 @@ final class CheckpointTests: XCTestCase {
     /// Loading yolo26n-w8.pt (zip, pickle, then the same binding and folding) takes at most 1.5×
     /// as long as yolo26n.safetensors: medians of 7 interleaved loads.
     func testCheckpointLoadTime() throws {
-        let safetensors = try weightsURL("yolo26n")
+        let safetensors = try weightsFile("yolo26n")
         let checkpoint = safetensors.deletingLastPathComponent().appendingPathComponent("yolo26n-w8.pt")
         var times: [URL: [Double]] = [:]
         for _ in 0 ..< 7 {

@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -11,7 +12,7 @@ final class ModelErrorTests: XCTestCase {
     }
 
     private static let base: Fixture? = {
-        guard let url = try? weightsURL("yolo26n"), let file = try? SafeTensorsFile(contentsOf: url) else { return nil }
+        guard let url = try? weightsFile("yolo26n"), let file = try? SafeTensorsFile(contentsOf: url) else { return nil }
         var tensors = [String: Tensor]()
         for name in file.names { tensors[name] = try? file.tensor(name) }
         return Fixture(tensors: tensors, metadata: file.metadata)

@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -8,7 +9,7 @@ final class NetworkTests: XCTestCase {
     /// outputs of the modules inside the layers, each once, by the `state_dict` prefix of its
     /// weights (top-level Upsample and Concat layers have none).
     func testTraceNamesModulesByStateDictPath() throws {
-        let url = try weightsURL("yolo26n")
+        let url = try weightsFile("yolo26n")
         let model = try Model(contentsOf: url), file = try SafeTensorsFile(contentsOf: url)
         let x = Tensor(shape: [1, 3, 128, 96], scalars: (0..<(3 * 128 * 96)).map { Float($0 % 251) / 251 })
         var layers = [Tensor]()

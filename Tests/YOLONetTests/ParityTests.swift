@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -8,7 +9,7 @@ import YOLONet
 /// A failure names the first diverging layer (`divergence`).
 final class ParityTests: XCTestCase {
     private func reference(_ model: String, _ image: String) throws -> SafeTensorsFile {
-        try SafeTensorsFile(contentsOf: sharedDirectory().appendingPathComponent("reference/\(model)/\(image).safetensors"))
+        try SafeTensorsFile(contentsOf: sharedFile("reference/\(model)/\(image).safetensors"))
     }
 
     /// Runs `model` on the reference input and compares, in the order they are computed, every
@@ -17,7 +18,7 @@ final class ParityTests: XCTestCase {
     /// raw head maps. A failure names the first comparison out of bounds and counts the later
     /// ones as downstream, which an earlier divergence may explain.
     private func check(model name: String, image: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let model = try Model(contentsOf: weightsURL(name))
+        let model = try Model(contentsOf: weightsFile(name))
         let ref = try reference(name, image)
         var results = [Comparison]()
         func compare(_ what: String, _ error: Float, _ expected: Tensor) {
@@ -66,12 +67,12 @@ final class ParityTests: XCTestCase {
     /// Thread counts split the work differently; every layer and the head's raw maps agree
     /// within 1e-5 · max(1, max |value|).
     func testThreadCountsAgree() throws {
-        let model = try Model(contentsOf: weightsURL("yolo26n"))
+        let model = try Model(contentsOf: weightsFile("yolo26n"))
         let input = try reference("yolo26n", "bus").tensor("input")
-        let saved = BLAS.threads
-        defer { BLAS.threads = saved }
+        let saved = Parallel.width
+        defer { Parallel.width = saved }
         func run(_ threads: Int) throws -> (layers: [Tensor], raw: [String: Tensor]) {
-            BLAS.threads = threads
+            Parallel.width = threads
             var layers = [Tensor]()
             let output = try model.network.forward(input) { _, y in layers.append(y) }
             return (layers, output.raw)

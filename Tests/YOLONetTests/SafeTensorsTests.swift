@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -7,7 +8,7 @@ final class SafeTensorsTests: XCTestCase {
     // MARK: Real files
 
     func testReadsYOLO26nWeights() throws {
-        let file = try SafeTensorsFile(contentsOf: sharedDirectory().appendingPathComponent("weights/yolo26n.safetensors"))
+        let file = try SafeTensorsFile(contentsOf: weightsFile("yolo26n"))
         XCTAssertEqual(file.metadata["task"], "detect")
         XCTAssertEqual(file.metadata["format"], "yolo-safetensors/1")
         XCTAssertEqual(file.entries.count, 204)
@@ -30,7 +31,7 @@ final class SafeTensorsTests: XCTestCase {
 
     func testReadsReferenceActivations() throws {
         let file = try SafeTensorsFile(
-            contentsOf: sharedDirectory().appendingPathComponent("reference/yolo26n/bus.safetensors"))
+            contentsOf: sharedFile("reference/yolo26n/bus.safetensors"))
         XCTAssertEqual(file.metadata, [:])
         XCTAssertEqual(file.entries["input"]?.shape, [1, 3, 640, 480])
         XCTAssertEqual(file.entries["layer.22"]?.dtype, .f32)
@@ -116,7 +117,7 @@ final class SafeTensorsTests: XCTestCase {
     }
 
     func testDirectoryIsNamed() throws {
-        let url = try sharedDirectory().appendingPathComponent("weights")
+        let url = try weightsDirectory()
         XCTAssertThrowsError(try SafeTensorsFile(contentsOf: url)) { error in
             XCTAssertEqual(error as? SafeTensorsError, .isDirectory(source: url.path))
             XCTAssertEqual(error.localizedDescription, "\(url.path) is a directory, not a weight file")
@@ -124,7 +125,7 @@ final class SafeTensorsTests: XCTestCase {
     }
 
     func testPyTorchCheckpointIsReadAsOne() throws {
-        let file = try SafeTensorsFile(contentsOf: sharedDirectory().appendingPathComponent("weights/yolo26n-w8.pt"))
+        let file = try SafeTensorsFile(contentsOf: weightsFile("yolo26n-w8.pt"))
         XCTAssertEqual(file.metadata["format"], "yolo-safetensors/1")
         // A zip that is too short for its end record is named as a zip.
         XCTAssertThrowsError(try SafeTensorsFile(data: Data([0x50, 0x4B, 0x03, 0x04, 0, 0, 0, 0, 0]), source: src)) { error in
@@ -133,7 +134,7 @@ final class SafeTensorsTests: XCTestCase {
     }
 
     func testONNXModelIsNamed() throws {
-        let url = try sharedDirectory().appendingPathComponent("weights/yolo26n.onnx")
+        let url = try weightsFile("yolo26n.onnx")
         XCTAssertThrowsError(try SafeTensorsFile(contentsOf: url)) { error in
             XCTAssertEqual(error as? SafeTensorsError, .foreignFormat(source: url.path, format: "an ONNX model"))
         }

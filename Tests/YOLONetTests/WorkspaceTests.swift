@@ -1,5 +1,6 @@
 import Foundation
 import Tensor
+import TestSupport
 import XCTest
 import YOLONet
 
@@ -9,7 +10,7 @@ import YOLONet
 final class WorkspaceTests: XCTestCase {
     func testInputSizesChangingInOneWorkspace() throws {
         try BLAS.load()
-        let model = try Model(contentsOf: weightsURL("yolo26n-seg"))
+        let model = try Model(contentsOf: weightsFile("yolo26n-seg"))
         func input(_ h: Int, _ w: Int) -> Tensor {
             Tensor(shape: [1, 3, h, w], scalars: (0..<(3 * h * w)).map { Float(($0 * 7) % 253) / 253 })
         }
@@ -38,8 +39,8 @@ final class WorkspaceTests: XCTestCase {
              "head": [[[-1], 1, "Detect", ["nc"]]]}
             """
         var weights = RandomWeights()
-        let networks = [("yolo26n", try Model(contentsOf: weightsURL("yolo26n")).network),
-                        ("yolo11n", try Model(contentsOf: weightsURL("yolo11n")).network),
+        let networks = [("yolo26n", try Model(contentsOf: weightsFile("yolo26n")).network),
+                        ("yolo11n", try Model(contentsOf: weightsFile("yolo11n")).network),
                         ("three-input Concat", try Network(architecture: try Architecture(json: spec), weights: &weights))]
         for (name, network) in networks {
             var maps = [Int: Map](), copies = [Int: [Float]]()
