@@ -24,7 +24,7 @@ final class CheckpointCommandTests: CommandTestCase {
         for (name, image) in [("yolo26n", "bus"), ("yolo26n-seg", "bus"), ("yolo26n-pose", "zidane"), ("yolo26n-obb", "boats"),
                               ("yolo26n-cls", "bus"), ("yolo11n", "zidane")] {
             let weights = try weightsFile(name + ".safetensors")
-            let checkpoint = weights.deletingLastPathComponent().appendingPathComponent(name + "-w8.pt")
+            let checkpoint = try weightsFile(name + "-w8.pt")
             let source = try sharedFile("images/" + image + ".jpg")
             let expected = try predictions(weights.path, source)
             XCTAssertFalse(expected.isEmpty)
@@ -42,7 +42,7 @@ final class CheckpointCommandTests: CommandTestCase {
 
     func testExportWritesTheConvertedFile() throws {
         let weights = try weightsFile("yolo26n.safetensors")
-        let checkpoint = weights.deletingLastPathComponent().appendingPathComponent("yolo26n-w8.pt")
+        let checkpoint = try weightsFile("yolo26n-w8.pt")
         let half = try yolo(["export", "--model", checkpoint.path, "--format", "safetensors", "--half", "-o", "half.safetensors"])
         XCTAssertEqual(half.status, 0, half.stderr)
         XCTAssertTrue(half.stdout.contains("half.safetensors: detect, 80 classes, "), half.stdout)

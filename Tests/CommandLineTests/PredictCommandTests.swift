@@ -7,7 +7,7 @@ final class PredictCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     func yolo(_ arguments: [String]) throws -> CommandResult {
-        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+        let weights = try weightsDirectory()
         return try runCommand(executable, arguments, in: scratch,
                               environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path])
     }
@@ -180,7 +180,7 @@ final class PredictCommandTests: CommandTestCase {
                 try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(String(format: "%04d.jpg", i)),
                                                            withDestinationURL: bus)
             }
-            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsDirectory()
             let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", folder.path, "--imgsz", "160",
                                                                    "--save-json", "out-\(images).json", "--save-txt"],
                                                       in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])

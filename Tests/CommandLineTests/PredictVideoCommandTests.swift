@@ -7,7 +7,7 @@ final class PredictVideoCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     private func yolo(_ arguments: [String], stdin: URL? = nil) throws -> CommandResult {
-        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+        let weights = try weightsDirectory()
         return try runCommand(executable, arguments, in: scratch,
                               environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path], stdin: stdin)
     }
@@ -133,7 +133,7 @@ final class PredictVideoCommandTests: CommandTestCase {
             (["--source", "rtsp://127.0.0.1:9/live"], [:], "Error: cannot open rtsp://127.0.0.1:9/live: "),
             (["--source", pan.path, "--vid-stride", "0"], [:], "Error: --vid-stride 0 must be at least 1"),
         ] {
-            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsDirectory()
             let result = try runCommand(executable, ["predict"] + arguments, in: scratch,
                                         environment: ["YOLO_WEIGHTS_DIR": weights.path].merging(environment) { $1 })
             XCTAssertEqual(result.status, 1, "\(arguments)")
@@ -171,7 +171,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         func peak(frames: Int) throws -> Int {
             let video = scratch.appendingPathComponent("test-\(frames).mp4")
             try ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x96:rate=25", "-frames:v", String(frames), "-pix_fmt", "yuv420p", video.path])
-            let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+            let weights = try weightsDirectory()
             let (status, peak) = try runMeasuringPeak(executable, ["predict", "--source", video.path, "--imgsz", "64", "--save",
                                                                    "--save-json", "out-\(frames).json", "--save-csv", "out-\(frames).csv"],
                                                       in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
@@ -191,7 +191,7 @@ final class TrackCommandTests: CommandTestCase {
     /// pan.mp4 with ByteTrack: every frame's boxes and IDs as Ultralytics'
     /// `track(persist=True)`, the IDs in CSV rows and at the end of label lines.
     func testTrackIDsMatchUltralytics() throws {
-        let weights = try weightsFile("yolo26n.safetensors").deletingLastPathComponent()
+        let weights = try weightsDirectory()
         let result = try runCommand(executable, ["track", "--source", try sharedFile("videos/pan.mp4").path, "--save-json", "t.json",
                                                  "--save-csv", "t.csv", "--save-txt", "--quiet"],
                                     in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])

@@ -7,7 +7,7 @@ final class ValCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     private func yolo(_ arguments: [String]) throws -> CommandResult {
-        let weights = try weightsFile("yolo11n.safetensors").deletingLastPathComponent()
+        let weights = try weightsDirectory()
         return try runCommand(executable, arguments, in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
     }
 
