@@ -81,53 +81,6 @@ private struct AttentionColumns: ParallelWork {
     }
 }
 
-/// In place, for each of `count` columns of a [rows, stride] matrix: x ← softmax(scale · x)
-/// down the column, a vector of the target's width of columns at a time, with `softmaxRow`'s
-/// order of operations (max, then exp(x − max) summed in row order, then times 1 / sum).
-func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float) {
-    if wideVectors {
-        softmaxColumns(Vec16.self, p, rows: rows, stride: stride, count: count, scale: scale)
-    } else {
-        softmaxColumns(Vec8.self, p, rows: rows, stride: stride, count: count, scale: scale)
-    }
-}
-
-@inline(__always)
-private func softmaxColumns<V: FloatVector>(_: V.Type, _ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int,
-                                            scale: Float) {
-    let width = V.scalarCount
-    var j = 0
-    while j < count {
-        // The last columns go through padded vectors.
-        let lanes = min(width, count - j)
-        @inline(__always) func load(_ i: Int) -> V {
-            if lanes == width { return p.vector(i * stride + j) }
-            var v = V()
-            for l in 0..<lanes { v[l] = p[i * stride + j + l] }
-            return v
-        }
-        @inline(__always) func store(_ v: V, _ i: Int) {
-            if lanes == width { return p.store(v, at: i * stride + j) }
-            for l in 0..<lanes { p[i * stride + j + l] = v[l] }
-        }
-        var m = V(repeating: -.infinity)
-        for i in 0..<rows {
-            let x = load(i) * scale
-            m = m.maximum(x)
-            store(x, i)
-        }
-        var sum = V()
-        for i in 0..<rows {
-            let e = exp(load(i) - m)
-            sum += e
-            store(e, i)
-        }
-        let r = 1 / sum
-        for i in 0..<rows { store(load(i) * r, i) }
-        j += width
-    }
-}
-
 extension Reference {
     /// Through `Reference.matmul` and `Reference.softmax`, as Ultralytics writes it.
     public static func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {

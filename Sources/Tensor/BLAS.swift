@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Why `dlopen` rather than linking: Debian's OpenBLAS (DYNAMIC_ARCH) identifies some AVX-512
 /// cores as Haswell (AVX2) and picks its kernels in a load-time constructor; its SKYLAKEX kernels
-/// are faster on them (ARCHITECTURE.md). Loading the library ourselves lets us set
+/// are faster on them (docs/PERFORMANCE.md). Loading the library ourselves lets us set
 /// `OPENBLAS_CORETYPE` first, from inside the process, for every user of the package; a process
 /// that runs no such layer never loads it. (Re-selecting the kernels after a normal link, through
 /// the unexported-in-headers `gotoblas_dynamic_init`, would leave work buffers sized for the old

@@ -99,7 +99,7 @@ package struct Epilogue {
 /// them is reused from cache by every row tile. Their shape follows the vector registers the
 /// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
 /// of AVX2's 16 (the 8 × 48 tile spills there). On the models' shapes this beats OpenBLAS's sgemm
-/// plus a separate epilogue pass (see ARCHITECTURE.md).
+/// plus a separate epilogue pass (see docs/PERFORMANCE.md).
 package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,

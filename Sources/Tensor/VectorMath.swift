@@ -76,7 +76,7 @@ extension UnsafeMutablePointer where Pointee == Float {
 /// in one step) costs the most. The chain of dependent operations is short (one reduction step,
 /// q by Estrin's scheme) because SiLU was bound by its latency more than by its operation count:
 /// it is faster than the degree-7 Cephes polynomial by Horner's rule after two reduction steps,
-/// with the same error on [-20, 20] (see ARCHITECTURE.md).
+/// with the same error on [-20, 20] (see docs/PERFORMANCE.md).
 @inlinable @inline(__always)
 public func exp<V: FloatVector>(_ v: V) -> V {
     let x = v.clamped(-87, 88)

@@ -128,7 +128,7 @@ package struct Network: Sendable {
 
     /// The Concat whose map layer j writes from the start, at channel `channel`: an earlier layer
     /// (not the one just before) whose last reader is that Concat, read by it once, so the Concat
-    /// copies nothing of it (ARCHITECTURE.md has what that saves). Not a Concat itself (its map may
+    /// copies nothing of it (docs/PERFORMANCE.md has what that saves). Not a Concat itself (its map may
     /// be another's front).
     private func writesConcatBack(_ j: Int) -> (concat: Int, channel: Int)? {
         guard j >= 0, let i = saved[j], nodes[i].concatenates, !nodes[j].concatenates else { return nil }

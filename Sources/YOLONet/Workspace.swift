@@ -138,7 +138,7 @@ package final class Workspace {
     /// overlaps no placed block whose span meets its own. The order starts as largest size ×
     /// span first and is improved by swapping two blocks while that does not grow the arena,
     /// until it is as small as the peak of live blocks (no plan can be smaller) or 500 swaps
-    /// have been tried (a pseudo-random sequence, the same every time). ARCHITECTURE.md has the
+    /// have been tried (a pseudo-random sequence, the same every time). docs/PERFORMANCE.md has the
     /// sizes this gives.
     private func replan() {
         let spans = blocks.map { (count: $0.count, start: $0.start, end: $0.end == Int.max ? clock + 1 : $0.end) }
