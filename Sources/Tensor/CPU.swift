@@ -59,9 +59,6 @@ extension CPU {
     /// SIMD kernels fall back to scalar code.
     public static var buildTargetsBaseline: Bool { !targetFeatures.contains("avx") }
 
-    /// The features this build uses that the running CPU lacks: empty where the build runs.
-    public static var missingTargetFeatures: [String] { missingFeatures(targeted: targetedFeatures(), present: presentFeatures()) }
-
     /// Throws `MissingFeaturesError` on a CPU without every feature this build uses. Executables
     /// call it first thing, before any kernel runs, so that such a CPU gets a message rather than
     /// an illegal instruction. Where the build runs, it is two C calls and a comparison.

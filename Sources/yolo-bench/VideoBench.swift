@@ -75,7 +75,8 @@ struct VideoBench: AsyncParsableCommand {
         let interval = Latency(samples: intervals)
         print(String(format: "frame interval median %.2f ms: in-pipeline inference median / interval median %.3f",
                      interval.median, pipelineInference.median / interval.median))
-        let means = [preprocess, inPipeline, postprocess].map { Latency(samples: $0).mean }
+        // The stages of the frames the intervals end at (the first frame has no interval).
+        let means = [preprocess, inPipeline, postprocess].map { Latency(samples: Array($0.dropFirst())).mean }
         print(String(format: "per frame (means): %.2f ms = preprocess %.2f + inference %.2f + postprocess %.2f + waiting %.2f",
                      interval.mean, means[0], means[1], means[2], interval.mean - means.reduce(0, +)))
         print(String(format: "peak RSS: %.1f MB", Double(usage.ru_maxrss) / 1024))

@@ -7,7 +7,6 @@ final class CPUTests: XCTestCase {
     /// The CPU these tests run on runs this build: it passes its own check.
     func testRunningCPUPassesItsBuildsCheck() {
         XCTAssertNoThrow(try CPU.checkTargetFeatures())
-        XCTAssertEqual(CPU.missingTargetFeatures, [])
     }
 
     /// The features the build targets agree with the vector width the kernels were compiled for.
