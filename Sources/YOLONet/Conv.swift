@@ -6,6 +6,8 @@ struct Conv: Layer {
     /// Its `state_dict` prefix, the name its output is observed by.
     let name: String
     let weight: ConvWeights
+    /// The weights in 8 bits, for an int8 graph (ungrouped convolutions only).
+    let quantized: QuantizedConvWeights?
     let bias: [Float]
     let parameters: Conv2DParameters
     let activation: Activation
@@ -19,6 +21,7 @@ struct Conv: Layer {
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         (weight, bias) = (ConvWeights(w, parameters), b)
+        quantized = source.precision == .int8 && g == 1 ? QuantizedConvWeights(w) : nil
         self.activation = plain ? .none : activation
         name = prefix
     }
@@ -41,8 +44,13 @@ struct Conv: Layer {
 
     /// The convolution into `y`, plus `residual` (the output's shape) added after the activation.
     func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
-        conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual, into: y,
-               scratch: ws.scratch)
+        if let quantized {
+            quantizedConv2d(x, weight: quantized, bias: bias, parameters, activation: activation, residual: residual,
+                            into: y, scratch: ws.scratch)
+        } else {
+            conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual, into: y,
+                   scratch: ws.scratch)
+        }
     }
 
     /// The convolution into a new map of `ws`.

@@ -14,11 +14,11 @@ package struct Model: Sendable {
 
     /// Loads a `yolo-safetensors/1` file or an Ultralytics `.pt` checkpoint (told apart by content):
     /// every tensor bound by name with its shape checked; missing or leftover tensors are errors.
-    package init(contentsOf url: URL) throws {
-        try self.init(file: try SafeTensorsFile(contentsOf: url))
+    package init(contentsOf url: URL, precision: Precision = .fp32) throws {
+        try self.init(file: try SafeTensorsFile(contentsOf: url), precision: precision)
     }
 
-    package init(file: SafeTensorsFile) throws {
+    package init(file: SafeTensorsFile, precision: Precision = .fp32) throws {
         let metadata = file.metadata
         func required(_ key: String) throws -> String {
             guard let value = metadata[key] else { throw ModelError.missingMetadata(key: key) }
@@ -33,7 +33,7 @@ package struct Model: Sendable {
             guard let e2e = Bool(flag) else { throw ModelError.invalidMetadata(key: "end2end", value: flag, reason: "not true or false") }
             architecture.endToEnd = e2e
         }
-        var weights = try FileWeights(file: file)
+        var weights = try FileWeights(file: file, precision: precision)
         network = try Network(architecture: architecture, weights: &weights)
         let unused = weights.unused
         guard unused.isEmpty else { throw ModelError.unusedTensors(names: unused) }

@@ -1,9 +1,19 @@
 import Foundation
 import Tensor
 
+/// The arithmetic of a graph's convolutions.
+package enum Precision: String, Sendable, CaseIterable {
+    /// 32-bit floats throughout.
+    case fp32
+    /// Ungrouped convolutions in 8-bit integers (`quantizedConv2d`), the rest in floats.
+    case int8
+}
+
 /// Where a graph's parameters come from while it is built: a weight file bound strictly by
 /// name, or seeded random values for benchmarking an architecture without weights.
 package protocol WeightSource {
+    /// The precision the layers built from these weights compute in.
+    var precision: Precision { get }
     /// A Ultralytics `Conv` (conv + BatchNorm) or a plain `nn.Conv2d` with bias at `prefix`,
     /// returned with BatchNorm folded in: weight [cout, cinPerGroup, k, k], bias [cout].
     mutating func conv(_ prefix: String, cout: Int, cinPerGroup: Int, kernel: Int, plain: Bool) throws
@@ -22,10 +32,11 @@ package protocol WeightSource {
 package struct FileWeights: WeightSource {
     let file: SafeTensorsFile
     let bnEps: Double
+    package let precision: Precision
     private(set) var used = Set<String>()
 
-    package init(file: SafeTensorsFile) throws {
-        self.file = file
+    package init(file: SafeTensorsFile, precision: Precision = .fp32) throws {
+        (self.file, self.precision) = (file, precision)
         if let text = file.metadata["bn_eps"] {
             guard let eps = Double(text.trimmingCharacters(in: .whitespaces)), eps > 0, eps < 1 else {
                 throw ModelError.invalidMetadata(key: "bn_eps", value: text, reason: "not a number in (0, 1)")
@@ -87,9 +98,10 @@ package struct FileWeights: WeightSource {
 /// the unfused model: conv weights, BatchNorm γ and β, conv biases.
 package struct RandomWeights: WeightSource {
     private var state: UInt64
+    package let precision: Precision
     package private(set) var parameterCount = 0
 
-    package init(seed: UInt64 = 0x5EED) { state = seed }
+    package init(seed: UInt64 = 0x5EED, precision: Precision = .fp32) { (state, self.precision) = (seed, precision) }
 
     private mutating func uniform(_ count: Int, scale: Float) -> [Float] {
         (0..<count).map { _ in

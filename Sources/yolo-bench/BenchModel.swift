@@ -12,7 +12,7 @@ struct BenchModel {
     /// `spec` is a weight file path or a model name, found by `ModelLocator` (official models are
     /// not downloaded); a built-in architecture name without a file gets random weights, since
     /// latency does not depend on weight values.
-    init(_ spec: String) throws {
+    init(_ spec: String, precision: Precision = .fp32) throws {
         let url: URL
         do {
             url = try ModelLocator.url(for: spec, downloading: false)
@@ -22,11 +22,11 @@ struct BenchModel {
                 throw BenchError("unknown model '\(spec)': no file at \(searched.joined(separator: ", ")), "
                     + "and not a built-in architecture (\(builtins))")
             }
-            var weights = RandomWeights()
+            var weights = RandomWeights(precision: precision)
             (name, network, file) = (spec, try Network(architecture: architecture, weights: &weights), nil)
             return
         }
-        (name, network, file) = (url.deletingPathExtension().lastPathComponent, try Model(contentsOf: url).network, url.path)
+        (name, network, file) = (url.deletingPathExtension().lastPathComponent, try Model(contentsOf: url, precision: precision).network, url.path)
     }
 }
 

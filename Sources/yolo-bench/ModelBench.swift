@@ -19,6 +19,9 @@ struct ModelBench: ParsableCommand {
     @Option(help: "Untimed forward passes before each timed series.")
     var warmup = 10
 
+    @Option(help: "The convolutions' arithmetic: \(Precision.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var precision: Precision = .fp32
+
     @Option(help: "Side of the square input image.")
     var imgsz = 640
 
@@ -47,7 +50,7 @@ struct ModelBench: ParsableCommand {
 
     func run() throws {
         let threadCounts = try parseThreads(threads)
-        let bench = try BenchModel(model)
+        let bench = try BenchModel(model, precision: precision)
         let network = bench.network
         // Deterministic values in [0, 1) like a normalized image (Knuth's multiplicative hash).
         let pixels = network.inputChannels * imgsz * imgsz
@@ -58,7 +61,7 @@ struct ModelBench: ParsableCommand {
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
         let peaks = try threadCounts.map { ($0, try sgemmPeak(threads: $0)) }
         let setup = BenchSetup(
-            model: bench.name, weights: bench.file ?? "random", parameters: network.parameterCount,
+            model: bench.name, weights: bench.file ?? "random", precision: precision.rawValue, parameters: network.parameterCount,
             gflop: flops.reduce(0, +) / 1e9, imgsz: imgsz, iters: iters, warmup: warmup, repetitions: repetitions,
             sgemmPeaks: peaks.map { ($0.0, $0.1.gflops) }, blasCore: peaks.first?.1.core ?? "unknown")
         var report = Report(format: output, setup: setup)
@@ -90,3 +93,5 @@ struct ModelBench: ParsableCommand {
         }
     }
 }
+
+extension Precision: ExpressibleByArgument {}

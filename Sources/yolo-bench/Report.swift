@@ -11,6 +11,8 @@ struct BenchSetup {
     let model: String
     /// The weight file, or "random".
     let weights: String
+    /// "fp32" or "int8": the convolutions' arithmetic.
+    let precision: String
     let parameters: Int
     let gflop: Double
     let imgsz: Int
@@ -38,6 +40,7 @@ struct BenchSetup {
 struct RunRecord: Encodable {
     let model: String
     let weights: String
+    let precision: String
     let parameters: Int
     let gflop: Double
     let imgsz: Int
@@ -62,7 +65,8 @@ struct RunRecord: Encodable {
 
     init(setup: BenchSetup, threads: Int, sgemmPeak: Double, repetition: Int, latency: Latency, layers: [LayerRecord]?,
          pipeline: PipelineRecord?) {
-        (model, weights, parameters, gflop, imgsz) = (setup.model, setup.weights, setup.parameters, setup.gflop, setup.imgsz)
+        (model, weights, precision, parameters) = (setup.model, setup.weights, setup.precision, setup.parameters)
+        (gflop, imgsz) = (setup.gflop, setup.imgsz)
         (self.threads, self.repetition, iters, warmup) = (threads, repetition, setup.iters, setup.warmup)
         latencyMs = latency
         imagesPerSecond = 1e3 / latency.median
@@ -112,8 +116,8 @@ struct Report {
                 "CPU: \(CPU.modelName) (\(CPU.simdLevel)), OpenBLAS core \(s.blasCore); sgemm 1024³ peak "
                     + peaks.joined(separator: ", "),
                 "",
-                "| model | params | GFLOP | imgsz | threads | median ms | mean ± sd ms | p10 ms | p90 ms | img/s | GFLOP/s |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| model | precision | params | GFLOP | imgsz | threads | median ms | mean ± sd ms | p10 ms | p90 ms | img/s | GFLOP/s |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]).joined(separator: "\n"))
         case .csv:
             emit(csvColumns.map(\.name).joined(separator: ","))
@@ -129,7 +133,7 @@ struct Report {
         switch format {
         case .md:
             let l = run.latencyMs
-            emit("| \(run.model) | \(fixed(Double(run.parameters) / 1e6, 2)) M | \(fixed(run.gflop, 2)) | \(run.imgsz) "
+            emit("| \(run.model) | \(run.precision) | \(fixed(Double(run.parameters) / 1e6, 2)) M | \(fixed(run.gflop, 2)) | \(run.imgsz) "
                 + "| \(run.threads) | \(fixed(l.median, 2)) | \(fixed(l.mean, 2)) ± \(fixed(l.sd, 2)) | \(fixed(l.p10, 2)) "
                 + "| \(fixed(l.p90, 2)) | \(fixed(run.imagesPerSecond, 1)) | \(fixed(run.gflop / l.median * 1e3, 1)) |")
         case .csv:
@@ -160,7 +164,7 @@ struct Report {
 
     /// "yolo26n, 2 threads" (and the repetition when there are several).
     private func title(_ run: RunRecord) -> String {
-        "### \(run.model), \(threadsText(run.threads))" + (setup.repetitions > 1 ? ", repetition \(run.repetition)" : "")
+        "### \(run.model) \(run.precision), \(threadsText(run.threads))" + (setup.repetitions > 1 ? ", repetition \(run.repetition)" : "")
     }
 
     private func layerTable(_ run: RunRecord, _ layers: [LayerRecord]) -> String {
@@ -207,7 +211,7 @@ struct Report {
 /// Flat CSV columns: every scalar of `RunRecord`, latency spread out, no samples or layers;
 /// the `--source` stage medians are empty without it.
 private let csvColumns: [(name: String, value: @Sendable (RunRecord) -> String)] = [
-    ("model", \.model), ("weights", \.weights), ("parameters", { "\($0.parameters)" }), ("gflop", { "\($0.gflop)" }),
+    ("model", \.model), ("weights", \.weights), ("precision", \.precision), ("parameters", { "\($0.parameters)" }), ("gflop", { "\($0.gflop)" }),
     ("imgsz", { "\($0.imgsz)" }), ("threads", { "\($0.threads)" }), ("repetition", { "\($0.repetition)" }),
     ("iters", { "\($0.iters)" }), ("warmup", { "\($0.warmup)" }),
     ("median_ms", { "\($0.latencyMs.median)" }), ("mean_ms", { "\($0.latencyMs.mean)" }),

@@ -1,0 +1,158 @@
+import _Builtin_intrinsics.intel
+
+/// What `int8GEMM` does to each Int32 sum s of row r before storing it:
+/// activation(Float(s − offsets[r]) · scales[r] + bias[r]). With u8 activations of zero point z
+/// and s8 weights, offsets[r] = z · Σ weights of r makes s − offsets[r] the exact integer dot
+/// product of the weights with the activations minus z, and scales[r] = activation scale · weight scale.
+package struct Int8Epilogue {
+    let offsets: UnsafePointer<Int32>
+    let scales: UnsafePointer<Float>
+    let bias: UnsafePointer<Float>
+    let activation: Activation
+
+    package init(offsets: UnsafePointer<Int32>, scales: UnsafePointer<Float>, bias: UnsafePointer<Float>,
+                 activation: Activation) {
+        (self.offsets, self.scales, self.bias, self.activation) = (offsets, scales, bias, activation)
+    }
+
+    /// Row `row`'s 8 sums, finished, at `c`.
+    @inline(__always)
+    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
+        let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
+        let y = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
+        switch activation {
+        case .none: c.store(y, at: 0)
+        case .silu: c.store(silu(y), at: 0)
+        case .sigmoid: c.store(sigmoid(y), at: 0)
+        }
+    }
+}
+
+/// C[M, N] = epilogue(A · B) in exact integer arithmetic, for A: signed 7-bit weights in
+/// `QuantizedConvWeights` panels ([⌈M/4⌉][steps][4 rows][4 bytes], |a| ≤ 63) and B: unsigned
+/// bytes, four reduction indices a column, step i's row of N columns starting at `b + rows[i]`
+/// (UInt32s: a convolution's quantized input, each row one kernel tap's view of it, read where it
+/// lies). C has leading dimension `ldc`.
+///
+/// Columns are computed in strips of 16, then 8: C's rows are written and B's rows read up to
+/// N rounded up to a multiple of 8. A 4-row × 16-column tile keeps its 8 accumulators in
+/// registers over the whole reduction: `vpmaddubsw` multiplies a column's 4 bytes with the row's
+/// 4 weights and adds pairs into Int16s (255 · 63 · 2 < 2¹⁵: no saturation), `vpmaddwd` by ones
+/// adds the pairs into the Int32 sums.
+package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>,
+                      rows: UnsafePointer<Int>, n: Int, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Int8Epilogue) {
+    var j = 0
+    while j + 16 <= n {
+        for first in stride(from: 0, to: m, by: 4) {
+            int8Tile(Int8Columns16.self, a: a + first * steps, steps: steps, b: b + j, rows: rows,
+                     first: first, count: min(4, m - first), c: c + j, ldc: ldc, epilogue)
+        }
+        j += 16
+    }
+    while j < n {
+        for first in stride(from: 0, to: m, by: 4) {
+            int8Tile(Int8Columns8.self, a: a + first * steps, steps: steps, b: b + j, rows: rows,
+                     first: first, count: min(4, m - first), c: c + j, ldc: ldc, epilogue)
+        }
+        j += 8
+    }
+}
+
+/// A tile row's Int32 sums over `width` columns, held in registers.
+protocol Int8Columns {
+    static var width: Int { get }
+    init()
+    /// self += the products of `weights` (4 bytes broadcast) with `b`'s columns, 4 bytes each.
+    mutating func add(_ weights: __m256i, times b: Self)
+    init(loading p: UnsafePointer<UInt32>)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue)
+}
+
+/// `a` (u8 × 4 per lane) · `w` (s8 × 4, the same in every lane) summed per lane into Int32s.
+@inline(__always)
+func dot4(_ a: __m256i, _ w: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1))
+}
+
+struct Int8Columns16: Int8Columns {
+    static var width: Int { 16 }
+    var v0 = _mm256_setzero_si256(), v1 = _mm256_setzero_si256()
+    init() {}
+
+    @inline(__always)
+    init(loading p: UnsafePointer<UInt32>) {
+        v0 = UnsafeRawPointer(p).loadUnaligned(as: __m256i.self)
+        v1 = UnsafeRawPointer(p + 8).loadUnaligned(as: __m256i.self)
+    }
+
+    @inline(__always)
+    mutating func add(_ weights: __m256i, times b: Self) {
+        v0 = _mm256_add_epi32(v0, dot4(b.v0, weights))
+        v1 = _mm256_add_epi32(v1, dot4(b.v1, weights))
+    }
+
+    @inline(__always)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
+        epilogue.store(v0, row: row, at: c)
+        epilogue.store(v1, row: row, at: c + 8)
+    }
+}
+
+struct Int8Columns8: Int8Columns {
+    static var width: Int { 8 }
+    var v0 = _mm256_setzero_si256()
+    init() {}
+
+    @inline(__always)
+    init(loading p: UnsafePointer<UInt32>) { v0 = UnsafeRawPointer(p).loadUnaligned(as: __m256i.self) }
+
+    @inline(__always)
+    mutating func add(_ weights: __m256i, times b: Self) { v0 = _mm256_add_epi32(v0, dot4(b.v0, weights)) }
+
+    @inline(__always)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
+        epilogue.store(v0, row: row, at: c)
+    }
+}
+
+/// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
+/// C from the panel at `a`, columns 0 ..< C.width from `b` + each step's row offset.
+@inline(__always)
+func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>,
+                              rows: UnsafePointer<Int>, first: Int, count: Int, c: UnsafeMutablePointer<Float>,
+                              ldc: Int, _ epilogue: Int8Epilogue) {
+    var r0 = C(), r1 = C(), r2 = C(), r3 = C()
+    let w = UnsafeRawPointer(a)
+    for i in 0..<steps {
+        let bv = C(loading: b + rows[i]), pa = w + 16 &* i
+        r0.add(_mm256_set1_epi32(pa.load(as: Int32.self)), times: bv)
+        r1.add(_mm256_set1_epi32(pa.load(fromByteOffset: 4, as: Int32.self)), times: bv)
+        r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
+        r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
+    }
+    r0.store(row: first, at: c + first * ldc, epilogue)
+    if count > 1 { r1.store(row: first + 1, at: c + (first + 1) * ldc, epilogue) }
+    if count > 2 { r2.store(row: first + 2, at: c + (first + 2) * ldc, epilogue) }
+    if count > 3 { r3.store(row: first + 3, at: c + (first + 3) * ldc, epilogue) }
+}
+
+extension Reference {
+    /// `int8GEMM`'s sums, one multiply-add at a time: C[r, j] = Σ over steps i and bytes q of
+    /// A's weight (r, i, q) · B's byte q of column j of step i, before the epilogue.
+    package static func int8GEMM(_ a: [UInt32], m: Int, steps: Int, b: [UInt32], rows: [Int], n: Int) -> [Int32] {
+        var c = [Int32](repeating: 0, count: m * n)
+        for r in 0..<m {
+            for j in 0..<n {
+                var sum: Int32 = 0
+                for i in 0..<steps {
+                    let w = a[(r / 4 * steps + i) * 4 + r % 4], x = b[rows[i] + j]
+                    for q in 0..<4 {
+                        sum += Int32(Int8(truncatingIfNeeded: w >> (8 * q))) * Int32(UInt8(truncatingIfNeeded: x >> (8 * q)))
+                    }
+                }
+                c[r * n + j] = sum
+            }
+        }
+        return c
+    }
+}

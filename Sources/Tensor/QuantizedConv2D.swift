@@ -1,0 +1,304 @@
+import _Builtin_intrinsics.intel
+
+/// Convolution weights [Cout, Cin, kH, kW] quantized for `quantizedConv2d`: symmetric per output
+/// channel, q = round(w / scale) in −63…63 (seven bits, so `int8GEMM`'s pairs of u8 · s8
+/// products cannot overflow an Int16), packed as `int8GEMM` panels of 4 output channels:
+/// [⌈Cout/4⌉][steps][4 channels][4 bytes]. Step `tap · quads + quad` holds input channels
+/// 4 · quad ..< 4 · quad + 4 (zeros past Cin) of kernel tap `tap` (ky · kW + kx).
+public struct QuantizedConvWeights: Sendable {
+    /// [Cout, Cin, kH, kW].
+    public let shape: [Int]
+    package let values: [UInt32]
+    /// Per output channel: w ≈ q · scale.
+    package let scales: [Float]
+    /// Per output channel: Σ q.
+    package let sums: [Int32]
+    /// The largest |q|.
+    package static let limit: Float = 63
+
+    /// Weights of one group (`quantizedConv2d` runs ungrouped convolutions only).
+    public init(_ weight: Tensor) {
+        precondition(weight.rank == 4, "QuantizedConvWeights: weight \(weight.shape)")
+        shape = weight.shape
+        let (cout, cin, taps) = (shape[0], shape[1], shape[2] * shape[3])
+        let quads = (cin + 3) / 4, steps = taps * quads, k = cin * taps
+        var values = [UInt32](repeating: 0, count: (cout + 3) / 4 * steps * 4)
+        var scales = [Float](repeating: 1, count: cout), sums = [Int32](repeating: 0, count: cout)
+        for o in 0..<cout {
+            let row = weight.scalars[(o * k)..<((o + 1) * k)]
+            let largest = row.reduce(0) { max($0, abs($1)) }
+            if largest > 0 { scales[o] = largest / Self.limit }
+            for c in 0..<cin {
+                for tap in 0..<taps {
+                    let q = Int32((row[row.startIndex + c * taps + tap] / scales[o]).rounded())
+                    sums[o] += q
+                    let step = tap * quads + c / 4
+                    values[(o / 4 * steps + step) * 4 + o % 4] |= UInt32(UInt8(truncatingIfNeeded: q)) << (8 * (c % 4))
+                }
+            }
+        }
+        (self.values, self.scales, self.sums) = (values, scales, sums)
+    }
+
+    /// Scalars of the weight.
+    public var count: Int { shape.reduce(1, *) }
+    var quads: Int { (shape[1] + 3) / 4 }
+    var steps: Int { shape[2] * shape[3] * quads }
+}
+
+/// How `quantizedConv2d` maps an input's floats to bytes: q = clamp(round(x / scale) + zero, 0, 255),
+/// from the input's range widened to hold 0, so that 0 (the padding) is exact: asymmetric, one
+/// scale per tensor, measured at run time.
+package struct ActivationQuantization: Equatable {
+    package let scale: Float, zero: Int32
+
+    package init(minimum: Float, maximum: Float) {
+        let (lo, hi) = (min(minimum, 0), max(maximum, 0))
+        scale = hi > lo ? (hi - lo) / 255 : 1
+        zero = min(max(Int32((-lo / scale).rounded()), 0), 255)
+    }
+
+    /// 8 floats' bytes, in Int32 lanes (x · inverse rounded to nearest even, as the CPU rounds).
+    @inline(__always)
+    func quantize(_ x: Vec8, inverse: Float) -> __m256i {
+        let q = _mm256_add_epi32(_mm256_cvtps_epi32(unsafeBitCast(x * inverse, to: __m256.self)), _mm256_set1_epi32(zero))
+        return _mm256_min_epi32(_mm256_max_epi32(q, _mm256_setzero_si256()), _mm256_set1_epi32(255))
+    }
+}
+
+extension Reference {
+    /// `ActivationQuantization`'s byte for x, one at a time.
+    package static func quantize(_ x: Float, _ q: ActivationQuantization) -> UInt8 {
+        UInt8(min(max(Int32((x * (1 / q.scale)).rounded(.toNearestOrEven)) + q.zero, 0), 255))
+    }
+}
+
+/// A convolution's input quantized and laid out for `int8GEMM`: for each quad of input
+/// channels (4 bytes a pixel, zeros past the last channel), one plane per stride phase
+/// (`PhasePlanes`' layout, padding at the zero point), each `height` × `width` UInt32s and
+/// `slack` more for the GEMM's last strip. Output pixel (oy, ox) reads tap (ky, kx) at grid
+/// column oy · width + ox shifted by the tap's row offset, so the GEMM's columns are the grid's
+/// (`width` − Wo junk columns a row).
+struct QuantizedPlanes {
+    let width: Int, height: Int
+    let quads: Int
+    let p: Conv2DParameters
+    /// UInt32s a plane, with the slack.
+    let planeSize: Int
+    static let slack = 16
+
+    init(channels: Int, ho: Int, wo: Int, _ p: Conv2DParameters) {
+        width = wo + (p.kernelW - 1) / p.strideW
+        height = ho + (p.kernelH - 1) / p.strideH + 1
+        quads = (channels + 3) / 4
+        self.p = p
+        planeSize = height * width + Self.slack
+    }
+
+    var quadSize: Int { p.strideH * p.strideW * planeSize }
+    var count: Int { quads * quadSize }
+
+    /// Where each `QuantizedConvWeights` step's row of B starts.
+    func rowOffsets(into rows: UnsafeMutablePointer<Int>) {
+        for ky in 0..<p.kernelH {
+            for kx in 0..<p.kernelW {
+                let plane = (ky % p.strideH * p.strideW + kx % p.strideW) * planeSize
+                let shift = ky / p.strideH * width + kx / p.strideW, tap = ky * p.kernelW + kx
+                for q in 0..<quads { rows[tap * quads + q] = q * quadSize + plane + shift }
+            }
+        }
+    }
+
+    /// Quad `q` of `x` [C, H, W] quantized into `planes`.
+    func fill(quad q: Int, from x: Map, _ quantization: ActivationQuantization, into planes: UnsafeMutablePointer<UInt32>) {
+        let base = planes + q * quadSize
+        base.initialize(repeating: UInt32(quantization.zero) &* 0x0101_0101, count: quadSize)
+        let inverse = 1 / quantization.scale, (h, w) = (x.height, x.width)
+        // Channels past the last read as zeros, which quantize to the zero point.
+        let present = min(4, x.channels - 4 * q), first = x.base + 4 * q * h * w
+        for iy in 0..<h {
+            let (py, y) = ((iy + p.padH) % p.strideH, (iy + p.padH) / p.strideH)
+            guard y < height else { break }
+            let row = first + iy * w, out = base + py * p.strideW * planeSize + y * width
+            var ix = 0
+            while ix < w {
+                let n = min(8, w - ix)
+                // Channel c's byte in bits 8c … 8c + 7 of each pixel's UInt32.
+                var packed = _mm256_setzero_si256()
+                for c in 0..<4 {
+                    var v = Vec8()
+                    if c < present {
+                        if n == 8 {
+                            v = (row + c * h * w).vector(ix)
+                        } else {
+                            for i in 0..<n { v[i] = row[c * h * w + ix + i] }
+                        }
+                    }
+                    packed = _mm256_or_si256(packed, _mm256_slli_epi32(quantization.quantize(v, inverse: inverse), Int32(8 * c)))
+                }
+                let pixels = unsafeBitCast(packed, to: SIMD8<UInt32>.self), column = ix + p.padW
+                if n == 8 && p.strideW == 1 && column + 8 <= width {
+                    UnsafeMutableRawPointer(out + column).storeBytes(of: pixels, as: SIMD8<UInt32>.self)
+                } else if n == 8 && p.strideW == 2 && column / 2 + 4 < width {
+                    // Even lanes to one phase, odd lanes to the other.
+                    UnsafeMutableRawPointer(out + column % 2 * planeSize + column / 2)
+                        .storeBytes(of: pixels.evenHalf, as: SIMD4<UInt32>.self)
+                    UnsafeMutableRawPointer(out + (column + 1) % 2 * planeSize + (column + 1) / 2)
+                        .storeBytes(of: pixels.oddHalf, as: SIMD4<UInt32>.self)
+                } else {
+                    for i in 0..<n {
+                        let (px, xx) = ((column + i) % p.strideW, (column + i) / p.strideW)
+                        if xx < width { out[px * planeSize + xx] = pixels[i] }
+                    }
+                }
+                ix += 8
+            }
+        }
+    }
+}
+
+/// y = activation(conv(x, weight) + bias) + residual for one image, in 8-bit integers: x [Cin, H, W]
+/// quantized per tensor (`ActivationQuantization`, from its range), the weights per output
+/// channel (`QuantizedConvWeights`), their products summed exactly in Int32 (`int8GEMM`), then
+/// scaled back to floats with the bias and activation; residual and y [Cout, Ho, Wo] in floats.
+/// Ungrouped convolutions only.
+///
+/// Threads quantize a quad of channels at a time, then take chunks of the grid's columns, each
+/// computed into the thread's buffer and copied to y without the junk columns.
+package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
+                             activation: Activation = .none, residual: Map? = nil, into y: Map, scratch: Scratch) {
+    let cout = weight.shape[0]
+    precondition(p.groups == 1 && weight.shape[1] == x.channels && weight.shape[2] == p.kernelH
+                 && weight.shape[3] == p.kernelW, "quantizedConv2d: weight \(weight.shape) does not fit \(x.channels) input channels with \(p)")
+    precondition(bias.count == cout, "quantizedConv2d: bias has \(bias.count) values for \(cout) channels")
+    let (ho, wo) = p.outputSize(h: x.height, w: x.width)
+    precondition(ho > 0 && wo > 0, "quantizedConv2d: input \(x.height)×\(x.width) is smaller than the kernel")
+    precondition(y.channels == cout && y.height == ho && y.width == wo,
+                 "quantizedConv2d: output \(y.channels)×\(y.height)×\(y.width) for \(cout)×\(ho)×\(wo)")
+    precondition(residual.map { $0.hasShape(of: y) } ?? true, "quantizedConv2d: the residual's shape differs from the output's")
+    let threads = Parallel.width
+    let planes = QuantizedPlanes(channels: x.channels, ho: ho, wo: wo, p)
+    let columns = ho * planes.width
+    // A chunk's rows of C fill about 64 KB of the thread's buffer.
+    let chunk = max(16, (1 << 14) / cout / 16 * 16)
+    let parts = (columns + chunk - 1) / chunk, workers = min(threads, parts)
+    let ranges = Parallel.ranges(x.channels, parts: threads)
+    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * cout * chunk + 2 * ranges.count,
+                                      ints: weight.steps)
+    let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
+    let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
+    let buffers = scales + 2 * cout, extremes = buffers + workers * cout * chunk
+    let xa = Address(x.base)
+    Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, plane: x.plane, ranges: ranges, into: Address(extremes)))
+    var (lo, hi) = (extremes[0], extremes[1])
+    for i in 1..<ranges.count { (lo, hi) = (min(lo, extremes[2 * i]), max(hi, extremes[2 * i + 1])) }
+    let quantization = ActivationQuantization(minimum: lo, maximum: hi)
+    Parallel.forEach(planes.quads, threads: threads, Quantize(x: xa, channels: x.channels, height: x.height, width: x.width,
+                                                               planes: planes, quantization: quantization, into: Address(bytes)))
+    for o in 0..<cout {
+        scales[o] = quantization.scale * weight.scales[o]
+        offsets[o] = quantization.zero &* weight.sums[o]
+    }
+    planes.rowOffsets(into: rows)
+    weight.values.withUnsafeBufferPointer { wb in
+    bias.withUnsafeBufferPointer { bb in
+        Parallel.forEach(parts, threads: workers, QuantizedConvParts(
+            weight: Address(wb.baseAddress!), steps: weight.steps, b: Address(bytes), rows: Address(rows),
+            scales: Address(scales), offsets: Address(offsets), bias: Address(bb.baseAddress!), activation: activation,
+            y: Address(y.base), residual: residual.map { Address($0.base) }, buffers: Address(buffers),
+            cout: cout, columns: columns, chunk: chunk, width: planes.width, ho: ho, wo: wo))
+    }
+    }
+}
+
+/// The smallest and largest float of each range of channels, into `into[2i]`, `into[2i + 1]`.
+private struct Extremes: ParallelWork {
+    let x: Address<Float>, plane: Int, ranges: Partition, into: Address<Float>
+
+    func run(part: Int, thread: Int) {
+        let r = ranges[part], base = x.pointer + r.lowerBound * plane, count = r.count * plane
+        var (lo, hi) = (_mm256_set1_ps(.infinity), _mm256_set1_ps(-.infinity))
+        var i = 0
+        while i + 8 <= count {
+            let v = UnsafeRawPointer(base + i).loadUnaligned(as: __m256.self)
+            (lo, hi) = (_mm256_min_ps(lo, v), _mm256_max_ps(hi, v))
+            i += 8
+        }
+        var (l, h) = (unsafeBitCast(lo, to: Vec8.self).min(), unsafeBitCast(hi, to: Vec8.self).max())
+        while i < count {
+            (l, h) = (min(l, base[i]), max(h, base[i]))
+            i += 1
+        }
+        (into.pointer[2 * part], into.pointer[2 * part + 1]) = (l, h)
+    }
+}
+
+private struct Quantize: ParallelWork {
+    let x: Address<Float>, channels: Int, height: Int, width: Int
+    let planes: QuantizedPlanes, quantization: ActivationQuantization, into: Address<UInt32>
+
+    func run(part: Int, thread: Int) {
+        planes.fill(quad: part, from: Map(x.pointer, channels: channels, height: height, width: width), quantization,
+                    into: into.pointer)
+    }
+}
+
+/// `quantizedConv2d`'s GEMM: a part is a chunk of the grid's columns.
+private struct QuantizedConvParts: ParallelWork {
+    let weight: Address<UInt32>, steps: Int, b: Address<UInt32>, rows: Address<Int>
+    let scales: Address<Float>, offsets: Address<Int32>, bias: Address<Float>, activation: Activation
+    let y: Address<Float>, residual: Address<Float>?, buffers: Address<Float>
+    let cout: Int, columns: Int, chunk: Int, width: Int, ho: Int, wo: Int
+
+    func run(part: Int, thread t: Int) {
+        let first = part * chunk, n = min(chunk, columns - first), c = buffers.pointer + t * cout * chunk
+        int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer + first, rows: rows.pointer, n: n, c: c, ldc: chunk,
+                 Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation))
+        // The grid rows this chunk touches, without their junk columns.
+        let plane = ho * wo
+        for oy in (first / width)...((first + n - 1) / width) {
+            let from = max(first, oy * width), to = min(first + n, oy * width + wo)
+            guard from < to else { continue }
+            let out = oy * wo + from - oy * width
+            for o in 0..<cout {
+                copy(c + o * chunk + from - first, to - from, to: y.pointer + o * plane + out,
+                     adding: residual.map { UnsafePointer($0.pointer + o * plane + out) })
+            }
+        }
+    }
+}
+
+extension Reference {
+    /// `quantizedConv2d` one multiply-add at a time, from the same quantized weights and input
+    /// quantization: the exact Int32 sums, then the same float steps (activation none).
+    package static func quantizedConv2d(_ x: Tensor, weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
+                                        _ quantization: ActivationQuantization) -> Tensor {
+        let (cin, h, w) = (x.shape[1], x.shape[2], x.shape[3])
+        let (cout, kh, kw) = (weight.shape[0], p.kernelH, p.kernelW)
+        let (ho, wo) = p.outputSize(h: h, w: w)
+        let quads = weight.quads, steps = weight.steps
+        var y = [Float](repeating: 0, count: cout * ho * wo)
+        for o in 0..<cout {
+            let scale = quantization.scale * weight.scales[o]
+            for oy in 0..<ho {
+                for ox in 0..<wo {
+                    var sum: Int32 = 0
+                    for c in 0..<cin {
+                        for ky in 0..<kh {
+                            for kx in 0..<kw {
+                                let iy = oy * p.strideH - p.padH + ky, ix = ox * p.strideW - p.padW + kx
+                                let inside = iy >= 0 && iy < h && ix >= 0 && ix < w
+                                let byte = inside ? Int32(quantize(x.scalars[(c * h + iy) * w + ix], quantization)) : quantization.zero
+                                let step = (ky * kw + kx) * quads + c / 4
+                                let packed = weight.values[(o / 4 * steps + step) * 4 + o % 4]
+                                sum += Int32(Int8(truncatingIfNeeded: packed >> (8 * (c % 4)))) * (byte - quantization.zero)
+                            }
+                        }
+                    }
+                    y[(o * ho + oy) * wo + ox] = Float(sum) * scale + bias[o]
+                }
+            }
+        }
+        return Tensor(shape: [1, cout, ho, wo], scalars: y)
+    }
+}

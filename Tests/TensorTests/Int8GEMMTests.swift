@@ -1,0 +1,87 @@
+import Foundation
+import Tensor
+import TestSupport
+import XCTest
+
+/// `int8GEMM` against plain integer loops: odd shapes, rows of B at scattered offsets, the
+/// extremes of both operands (no Int16 saturation), and the float epilogue.
+final class Int8GEMMTests: XCTestCase {
+    private func check(m: Int, steps: Int, n: Int, extremes: Bool = false, epilogue: Bool, seed: UInt64,
+                       file: StaticString = #filePath, line: UInt = #line) {
+        var g = SeededGenerator(seed: seed)
+        func weightByte() -> UInt32 {
+            UInt32(UInt8(bitPattern: extremes ? (Bool.random(using: &g) ? 63 : -63) : Int8.random(in: -63...63, using: &g)))
+        }
+        // A: [⌈m/4⌉][steps][4][4 bytes], zero rows past m; B: rows of ldb columns, read up to n rounded up to 8.
+        var a = [UInt32](repeating: 0, count: (m + 3) / 4 * steps * 4)
+        for r in 0..<m {
+            for i in 0..<steps {
+                a[(r / 4 * steps + i) * 4 + r % 4] = (0..<4).reduce(0) { $0 | weightByte() << (8 * $1) }
+            }
+        }
+        let ldb = (n + 7) / 8 * 8 + 5
+        let b = (0..<(steps * ldb)).map { _ in extremes ? UInt32.max : UInt32.random(in: 0...UInt32.max, using: &g) }
+        let rows = (0..<steps).map { ($0 * 7 % steps) * ldb }
+        let offsets = (0..<m).map { _ in epilogue ? Int32.random(in: -1000...1000, using: &g) : 0 }
+        let scales = (0..<m).map { _ in epilogue ? Float.random(in: 0.001...0.1, using: &g) : 1 }
+        let bias = (0..<m).map { _ in epilogue ? Float.random(in: -1...1, using: &g) : 0 }
+        let ldc = (n + 7) / 8 * 8
+        var c = [Float](repeating: .nan, count: m * ldc)
+        c.withUnsafeMutableBufferPointer { pc in
+            int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n, c: pc.baseAddress!, ldc: ldc,
+                     Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none))
+        }
+        let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
+        for r in 0..<m {
+            for j in 0..<n {
+                let expected = Float(sums[r * n + j] - offsets[r]) * scales[r] + bias[r]
+                guard c[r * ldc + j] == expected else {
+                    return XCTFail("m \(m) steps \(steps) n \(n): C[\(r), \(j)] = \(c[r * ldc + j]), expected \(expected)",
+                                   file: file, line: line)
+                }
+            }
+        }
+    }
+
+    func testOddShapesExact() {
+        var seed: UInt64 = 1
+        for m in [1, 3, 4, 5, 9, 17] {
+            for steps in [1, 2, 7, 33] {
+                for n in [1, 7, 8, 9, 16, 17, 31, 40] {
+                    check(m: m, steps: steps, n: n, epilogue: seed % 2 == 0, seed: seed)
+                    seed += 1
+                }
+            }
+        }
+    }
+
+    /// Bytes of 255 times weights of ±63: every Int16 pair sum at its largest magnitude.
+    func testExtremesDoNotSaturate() {
+        check(m: 8, steps: 300, n: 24, extremes: true, epilogue: false, seed: 7)
+        check(m: 5, steps: 9, n: 9, extremes: true, epilogue: true, seed: 8)
+    }
+
+    func testActivations() {
+        let (m, steps, n) = (5, 3, 19)
+        var g = SeededGenerator(seed: 3)
+        let a = (0..<((m + 3) / 4 * steps * 4)).map { _ in UInt32.random(in: 0...UInt32.max, using: &g) & 0x3F3F_3F3F }
+        let b = (0..<(steps * 32)).map { _ in UInt32.random(in: 0...UInt32.max, using: &g) }
+        let rows = (0..<steps).map { $0 * 32 }, offsets = [Int32](repeating: 20_000, count: m)
+        let scales = [Float](repeating: 1e-4, count: m), bias = [Float](repeating: 0.5, count: m)
+        let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
+        for (activation, f) in [(Activation.silu, { (x: Float) in x / (1 + Foundation.exp(-x)) }),
+                                (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) })] {
+            var c = [Float](repeating: .nan, count: m * 24)
+            c.withUnsafeMutableBufferPointer { pc in
+                int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n, c: pc.baseAddress!, ldc: 24,
+                         Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: activation))
+            }
+            for r in 0..<m {
+                for j in 0..<n {
+                    let expected = f(Float(sums[r * n + j] - offsets[r]) * scales[r] + bias[r])
+                    XCTAssertEqual(c[r * 24 + j], expected, accuracy: 1e-6 * max(1, abs(expected)), "\(activation) C[\(r), \(j)]")
+                }
+            }
+        }
+    }
+}
