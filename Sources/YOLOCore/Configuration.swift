@@ -1,5 +1,15 @@
 import Foundation
 
+/// The arithmetic of a model's convolutions, chosen when it loads.
+public enum YOLOPrecision: String, Sendable, Codable, CaseIterable {
+    /// 32-bit floats throughout: PyTorch's results.
+    case fp32
+    /// Convolutions in 8-bit integers (weights quantized per output channel at load, each
+    /// convolution's input per tensor as it runs), the rest in floats: faster, with results
+    /// close to fp32's (docs/PERFORMANCE.md has the accuracy).
+    case int8
+}
+
 /// Prediction settings, with Ultralytics' defaults. A `YOLO` model reads its configuration at
 /// the start of every prediction, so changes apply from the next image on.
 public struct YOLOConfiguration: Sendable, Equatable, Codable {

@@ -11,14 +11,15 @@ extension YOLO {
     ///   without receiving a byte, before the download fails; `nil` takes the seconds in
     ///   `$YOLO_DOWNLOAD_TIMEOUT`, else 30 s. The stall limit is counted in whole seconds.
     public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil,
-                            configuration: YOLOConfiguration = YOLOConfiguration()) async throws {
+                            configuration: YOLOConfiguration = YOLOConfiguration(),
+                            precision: YOLOPrecision = .fp32) async throws {
         // libcurl blocks: on a Dispatch thread, not one of the concurrency pool's.
         let file = try await withCheckedThrowingContinuation { (done: CheckedContinuation<URL, Error>) in
             DispatchQueue.global().async {
                 done.resume(with: Result { try ModelCache.fetch(url, sha256: sha256, timeout: timeout) })
             }
         }
-        try self.init(contentsOf: file, configuration: configuration)
+        try self.init(contentsOf: file, configuration: configuration, precision: precision)
     }
 }
 

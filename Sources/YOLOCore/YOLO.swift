@@ -26,6 +26,8 @@ public final class YOLO: Sendable {
 
     /// Where the weights were loaded from.
     public let url: URL
+    /// The arithmetic of the model's convolutions, chosen at load.
+    public let precision: YOLOPrecision
     /// Class names by index.
     public var names: [String] { model.names }
     /// The task the model was trained for, from its weight file.
@@ -41,25 +43,29 @@ public final class YOLO: Sendable {
     /// Loads a model by name ("yolo26n", searched in `YOLO_WEIGHTS_DIR`, `Weights/` and the
     /// download cache, or an official model downloaded), by path to a `.pt` or `.safetensors`
     /// file, or by http(s) URL (as `init(url:)`).
-    public convenience init(_ nameOrPath: String, configuration: YOLOConfiguration = YOLOConfiguration()) async throws {
+    public convenience init(_ nameOrPath: String, configuration: YOLOConfiguration = YOLOConfiguration(),
+                            precision: YOLOPrecision = .fp32) async throws {
         if let url = ModelLocator.httpURL(nameOrPath) {
-            try await self.init(url: url, configuration: configuration)
+            try await self.init(url: url, configuration: configuration, precision: precision)
         } else {
-            try self.init(contentsOf: try ModelLocator.url(for: nameOrPath), configuration: configuration)
+            try self.init(contentsOf: try ModelLocator.url(for: nameOrPath), configuration: configuration, precision: precision)
         }
     }
 
     /// Loads a model from a `.safetensors` file. A CPU without the instruction-set features the
     /// build targets is refused here, with an error naming them, before any kernel runs.
-    public init(contentsOf url: URL, configuration: YOLOConfiguration = YOLOConfiguration()) throws {
+    /// `precision` is fixed here: int8 weights are quantized as they load.
+    public init(contentsOf url: URL, configuration: YOLOConfiguration = YOLOConfiguration(),
+                precision: YOLOPrecision = .fp32) throws {
         try CPU.checkTargetFeatures()
         try configuration.validate()
         do {
-            model = try Model(contentsOf: url)
+            model = try Model(contentsOf: url, precision: precision == .int8 ? .int8 : .fp32)
         } catch {
             throw YOLOError.invalidModel(path: url.path, reason: (error as? LocalizedError)?.errorDescription ?? "\(error)")
         }
         self.url = url
+        self.precision = precision
         settings = Mutex(configuration)
     }
 

@@ -57,7 +57,7 @@ struct ModelBench: ParsableCommand {
         let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
                        scalars: (0..<pixels).map { Float($0 * 2_654_435_761 % 4096) / 4096 })
         try network.validate(input: x)
-        let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz) }
+        let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz, precision: precision == .int8 ? .int8 : .fp32) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
         let peaks = try threadCounts.map { ($0, try sgemmPeak(threads: $0)) }
         let setup = BenchSetup(

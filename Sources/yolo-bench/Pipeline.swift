@@ -9,13 +9,13 @@ struct Pipeline {
     let data: Data
     let yolo: YOLO
 
-    init(source: String, weights: String?, imgsz: Int) throws {
+    init(source: String, weights: String?, imgsz: Int, precision: YOLOPrecision) throws {
         guard let weights else { throw BenchError("--source needs a weight file: YOLOCore does not run random weights") }
         _ = try Image(contentsOf: URL(fileURLWithPath: source))  // a missing or corrupt image fails before timing
         data = try Data(contentsOf: URL(fileURLWithPath: source))
         var configuration = YOLOConfiguration()
         configuration.imageSize = imgsz
-        yolo = try YOLO(contentsOf: URL(fileURLWithPath: weights), configuration: configuration)
+        yolo = try YOLO(contentsOf: URL(fileURLWithPath: weights), configuration: configuration, precision: precision)
         self.source = source
     }
 

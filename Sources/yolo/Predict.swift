@@ -77,6 +77,9 @@ struct PredictOptions: ParsableArguments {
     @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
     var threads: Int?
 
+    @Option(help: "The convolutions' arithmetic: fp32 (PyTorch's results) or int8 (faster, close to fp32).")
+    var precision: YOLOPrecision = .fp32
+
     @Flag(help: "Save annotated images, and videos as H.264 MP4 at the source's frame rate over --vid-stride (30 for streams).")
     var save = false
 
@@ -146,7 +149,7 @@ struct PredictOptions: ParsableArguments {
             let json = try (stream ? "-" : saveJSON).map { try JSONStream(OutputFile($0, option: "--save-json")) }
             let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
             try csv?.write(Results.csvHeader + "\n")
-            let yolo = try await YOLO(model, configuration: config)
+            let yolo = try await YOLO(model, configuration: config, precision: precision)
             let saveDirectory = save || saveTxt ? try makeRunDirectory(project: project ?? (tracker == nil ? "runs/predict" : "runs/track"), name: name) : nil
             let images = inputs.filter(\.isImage).count
             var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,

@@ -41,6 +41,9 @@ struct Val: AsyncParsableCommand {
     @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
     var threads: Int?
 
+    @Option(help: "The convolutions' arithmetic: fp32 (PyTorch's results) or int8 (faster, close to fp32).")
+    var precision: YOLOPrecision = .fp32
+
     @Option(help: "Folder for saved runs.")
     var project: String = "runs/val"
 
@@ -51,7 +54,7 @@ struct Val: AsyncParsableCommand {
         do {
             var configuration = YOLOConfiguration()
             configuration.threads = threads
-            let yolo = try await YOLO(model, configuration: configuration)
+            let yolo = try await YOLO(model, configuration: configuration, precision: precision)
             let runDirectory = plots ? try makeRunDirectory(project: project, name: name) : nil
             // A JSON file that cannot be written fails before the validation, not after it.
             if let saveJSON {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tensor
+import YOLOCore
 
 @main
 struct YOLOCommand: AsyncParsableCommand {
@@ -34,3 +35,5 @@ struct CommandFailure: Error, CustomStringConvertible {
         description = message
     }
 }
+
+extension YOLOPrecision: ExpressibleByArgument {}
