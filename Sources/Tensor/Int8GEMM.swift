@@ -1,9 +1,10 @@
 import _Builtin_intrinsics.intel
 
 /// What `int8GEMM` does to each Int32 sum s of row r before storing it:
-/// activation(Float(s − offsets[r]) · scales[r] + bias[r]). With u8 activations of zero point z
-/// and s8 weights, offsets[r] = z · Σ weights of r makes s − offsets[r] the exact integer dot
-/// product of the weights with the activations minus z, and scales[r] = activation scale · weight scale.
+/// activation(Float(s − offsets[r]) · scales[r] + bias[r]), then + the residual. With u8
+/// activations of zero point z and s8 weights, offsets[r] = z · Σ weights of r makes s − offsets[r]
+/// the exact integer dot product of the weights with the activations minus z, and scales[r] =
+/// activation scale · weight scale.
 package struct Int8Epilogue {
     let offsets: UnsafePointer<Int32>
     let scales: UnsafePointer<Float>
@@ -15,46 +16,77 @@ package struct Int8Epilogue {
         (self.offsets, self.scales, self.bias, self.activation) = (offsets, scales, bias, activation)
     }
 
-    /// Row `row`'s 8 sums, finished, at `c`.
+    /// Row `row`'s 8 sums, finished, at `c` (plus the 8 floats at `residual`).
     @inline(__always)
-    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
+    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?) {
         let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
-        let y = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
+        var y = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
         switch activation {
-        case .none: c.store(y, at: 0)
-        case .silu: c.store(silu(y), at: 0)
-        case .sigmoid: c.store(sigmoid(y), at: 0)
+        case .none: break
+        case .silu: y = silu(y)
+        case .sigmoid: y = sigmoid(y)
         }
+        if let residual { y += residual.vector(0) }
+        c.store(y, at: 0)
     }
 }
 
-/// C[M, N] = epilogue(A · B) in exact integer arithmetic, for A: signed 7-bit weights in
+/// C = epilogue(A · B) in exact integer arithmetic, for A: M rows of signed 7-bit weights in
 /// `QuantizedConvWeights` panels ([⌈M/4⌉][steps][4 rows][4 bytes], |a| ≤ 63) and B: unsigned
-/// bytes, four reduction indices a column, step i's row of N columns starting at `b + rows[i]`
-/// (UInt32s: a convolution's quantized input, each row one kernel tap's view of it, read where it
-/// lies). C has leading dimension `ldc`.
+/// bytes, four reduction indices a column, step i's row starting at `b + rows[i]` (UInt32s: a
+/// convolution's quantized input, each row one kernel tap's view of it, read where it lies).
 ///
-/// Columns are computed in strips of 16, then 8: C's rows are written and B's rows read up to
-/// N rounded up to a multiple of 8. A 4-row × 16-column tile keeps its 8 accumulators in
+/// Computes B's columns `columns` (a grid of rows `runs.stride` wide) into C's: grid column q
+/// is C's column q / stride · length + q % stride, and grid columns with q % stride ≥ length
+/// are dropped. C and the residual (C's layout) have leading dimension `ldc`. B is read up to
+/// the columns' end rounded up to a multiple of 8.
+///
+/// Columns go in strips of 16, then 8; a 4-row × 16-column tile keeps its 8 accumulators in
 /// registers over the whole reduction: `vpmaddubsw` multiplies a column's 4 bytes with the row's
 /// 4 weights and adds pairs into Int16s (255 · 63 · 2 < 2¹⁵: no saturation), `vpmaddwd` by ones
-/// adds the pairs into the Int32 sums.
-package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>,
-                      rows: UnsafePointer<Int>, n: Int, c: UnsafeMutablePointer<Float>, ldc: Int, _ epilogue: Int8Epilogue) {
-    var j = 0
-    while j + 16 <= n {
+/// adds the pairs into the Int32 sums. A strip within one run of C is finished straight into C;
+/// one across runs (or past the end) into `staging` (4 × 16 floats), then copied in pieces.
+package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
+                      columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
+                      residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>) {
+    func strip<C: Int8Columns>(_: C.Type, at q: Int) {
+        let x = q % runs.stride
+        let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
+        let start = q / runs.stride * runs.length + x
         for first in stride(from: 0, to: m, by: 4) {
-            int8Tile(Int8Columns16.self, a: a + first * steps, steps: steps, b: b + j, rows: rows,
-                     first: first, count: min(4, m - first), c: c + j, ldc: ldc, epilogue)
+            let count = min(4, m - first)
+            if direct {
+                int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
+                         c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue)
+                continue
+            }
+            int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
+                     c: staging - first * C.width, ldc: C.width, residual: nil, epilogue)
+            var g = q
+            let end = min(q + C.width, columns.upperBound)
+            while g < end {
+                let x = g % runs.stride
+                guard x < runs.length else {
+                    g += runs.stride - x
+                    continue
+                }
+                let length = min(runs.length - x, end - g), out = g / runs.stride * runs.length + x
+                for r in first..<(first + count) {
+                    copy(staging + (r - first) * C.width + g - q, length, to: c + r * ldc + out,
+                         adding: residual.map { $0 + r * ldc + out })
+                }
+                g += length
+            }
         }
-        j += 16
     }
-    while j < n {
-        for first in stride(from: 0, to: m, by: 4) {
-            int8Tile(Int8Columns8.self, a: a + first * steps, steps: steps, b: b + j, rows: rows,
-                     first: first, count: min(4, m - first), c: c + j, ldc: ldc, epilogue)
-        }
-        j += 8
+    var q = columns.lowerBound
+    while q + 16 <= columns.upperBound {
+        strip(Int8Columns16.self, at: q)
+        q += 16
+    }
+    while q < columns.upperBound {
+        strip(Int8Columns8.self, at: q)
+        q += 8
     }
 }
 
@@ -65,7 +97,7 @@ protocol Int8Columns {
     /// self += the products of `weights` (4 bytes broadcast) with `b`'s columns, 4 bytes each.
     mutating func add(_ weights: __m256i, times b: Self)
     init(loading p: UnsafePointer<UInt32>)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue)
 }
 
 /// `a` (u8 × 4 per lane) · `w` (s8 × 4, the same in every lane) summed per lane into Int32s.
@@ -92,9 +124,9 @@ struct Int8Columns16: Int8Columns {
     }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
-        epilogue.store(v0, row: row, at: c)
-        epilogue.store(v1, row: row, at: c + 8)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
+        epilogue.store(v0, row: row, at: c, residual: residual)
+        epilogue.store(v1, row: row, at: c + 8, residual: residual.map { $0 + 8 })
     }
 }
 
@@ -110,17 +142,18 @@ struct Int8Columns8: Int8Columns {
     mutating func add(_ weights: __m256i, times b: Self) { v0 = _mm256_add_epi32(v0, dot4(b.v0, weights)) }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
-        epilogue.store(v0, row: row, at: c)
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
+        epilogue.store(v0, row: row, at: c, residual: residual)
     }
 }
 
 /// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
-/// C from the panel at `a`, columns 0 ..< C.width from `b` + each step's row offset.
+/// C (and of the residual) from the panel at `a`, columns 0 ..< C.width from `b` + each step's
+/// row offset.
 @inline(__always)
 func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>,
                               rows: UnsafePointer<Int>, first: Int, count: Int, c: UnsafeMutablePointer<Float>,
-                              ldc: Int, _ epilogue: Int8Epilogue) {
+                              ldc: Int, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
     var r0 = C(), r1 = C(), r2 = C(), r3 = C()
     let w = UnsafeRawPointer(a)
     for i in 0..<steps {
@@ -130,10 +163,14 @@ func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b
         r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
         r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
     }
-    r0.store(row: first, at: c + first * ldc, epilogue)
-    if count > 1 { r1.store(row: first + 1, at: c + (first + 1) * ldc, epilogue) }
-    if count > 2 { r2.store(row: first + 2, at: c + (first + 2) * ldc, epilogue) }
-    if count > 3 { r3.store(row: first + 3, at: c + (first + 3) * ldc, epilogue) }
+    @inline(__always) func put(_ r: C, _ i: Int) {
+        let row = first + i
+        r.store(row: row, at: c + row * ldc, residual: residual.map { $0 + row * ldc }, epilogue)
+    }
+    put(r0, 0)
+    if count > 1 { put(r1, 1) }
+    if count > 2 { put(r2, 2) }
+    if count > 3 { put(r3, 3) }
 }
 
 extension Reference {

@@ -111,9 +111,12 @@ struct QuantizedPlanes {
 
     /// Quad `q` of `x` [C, H, W] quantized into `planes`.
     func fill(quad q: Int, from x: Map, _ quantization: ActivationQuantization, into planes: UnsafeMutablePointer<UInt32>) {
-        let base = planes + q * quadSize
-        base.initialize(repeating: UInt32(quantization.zero) &* 0x0101_0101, count: quadSize)
-        let inverse = 1 / quantization.scale, (h, w) = (x.height, x.width)
+        let base = planes + q * quadSize, (h, w) = (x.height, x.width)
+        // The padding and the rows past the input hold the zero point; without padding or
+        // stride, the input fills the rows before them.
+        let covered = p.padH == 0 && p.padW == 0 && p.strideH == 1 && p.strideW == 1 && width == w ? h * w : 0
+        (base + covered).initialize(repeating: UInt32(quantization.zero) &* 0x0101_0101, count: quadSize - covered)
+        let inverse = 1 / quantization.scale
         // Channels past the last read as zeros, which quantize to the zero point.
         let present = min(4, x.channels - 4 * q), first = x.base + 4 * q * h * w
         for iy in 0..<h {
@@ -163,8 +166,8 @@ struct QuantizedPlanes {
 /// scaled back to floats with the bias and activation; residual and y [Cout, Ho, Wo] in floats.
 /// Ungrouped convolutions only.
 ///
-/// Threads quantize a quad of channels at a time, then take chunks of the grid's columns, each
-/// computed into the thread's buffer and copied to y without the junk columns.
+/// Threads find the input's range a range of channels each, quantize a quad of channels at a
+/// time, then take ranges of the grid's columns.
 package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
                              activation: Activation = .none, residual: Map? = nil, into y: Map, scratch: Scratch) {
     let cout = weight.shape[0]
@@ -178,16 +181,14 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     precondition(residual.map { $0.hasShape(of: y) } ?? true, "quantizedConv2d: the residual's shape differs from the output's")
     let threads = Parallel.width
     let planes = QuantizedPlanes(channels: x.channels, ho: ho, wo: wo, p)
-    let columns = ho * planes.width
-    // A chunk's rows of C fill about 64 KB of the thread's buffer.
-    let chunk = max(16, (1 << 14) / cout / 16 * 16)
-    let parts = (columns + chunk - 1) / chunk, workers = min(threads, parts)
-    let ranges = Parallel.ranges(x.channels, parts: threads)
-    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * cout * chunk + 2 * ranges.count,
+    // Parts for threads to claim as they come free, whole strips each.
+    let parts = Parallel.ranges(ho * planes.width, parts: 4 * threads, align: 16)
+    let workers = min(threads, parts.count), ranges = Parallel.ranges(x.channels, parts: threads)
+    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 64 + 2 * ranges.count,
                                       ints: weight.steps)
     let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
     let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
-    let buffers = scales + 2 * cout, extremes = buffers + workers * cout * chunk
+    let staging = scales + 2 * cout, extremes = staging + workers * 64
     let xa = Address(x.base)
     Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, plane: x.plane, ranges: ranges, into: Address(extremes)))
     var (lo, hi) = (extremes[0], extremes[1])
@@ -202,11 +203,11 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     planes.rowOffsets(into: rows)
     weight.values.withUnsafeBufferPointer { wb in
     bias.withUnsafeBufferPointer { bb in
-        Parallel.forEach(parts, threads: workers, QuantizedConvParts(
+        Parallel.forEach(parts.count, threads: workers, QuantizedConvParts(
             weight: Address(wb.baseAddress!), steps: weight.steps, b: Address(bytes), rows: Address(rows),
             scales: Address(scales), offsets: Address(offsets), bias: Address(bb.baseAddress!), activation: activation,
-            y: Address(y.base), residual: residual.map { Address($0.base) }, buffers: Address(buffers),
-            cout: cout, columns: columns, chunk: chunk, width: planes.width, ho: ho, wo: wo))
+            y: Address(y.base), residual: residual.map { Address($0.base) }, staging: Address(staging),
+            cout: cout, parts: parts, width: planes.width, plane: ho * wo, wo: wo))
     }
     }
 }
@@ -243,28 +244,18 @@ private struct Quantize: ParallelWork {
     }
 }
 
-/// `quantizedConv2d`'s GEMM: a part is a chunk of the grid's columns.
+/// `quantizedConv2d`'s GEMM: a part is a range of the grid's columns.
 private struct QuantizedConvParts: ParallelWork {
     let weight: Address<UInt32>, steps: Int, b: Address<UInt32>, rows: Address<Int>
     let scales: Address<Float>, offsets: Address<Int32>, bias: Address<Float>, activation: Activation
-    let y: Address<Float>, residual: Address<Float>?, buffers: Address<Float>
-    let cout: Int, columns: Int, chunk: Int, width: Int, ho: Int, wo: Int
+    let y: Address<Float>, residual: Address<Float>?, staging: Address<Float>
+    let cout: Int, parts: Partition, width: Int, plane: Int, wo: Int
 
     func run(part: Int, thread t: Int) {
-        let first = part * chunk, n = min(chunk, columns - first), c = buffers.pointer + t * cout * chunk
-        int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer + first, rows: rows.pointer, n: n, c: c, ldc: chunk,
-                 Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation))
-        // The grid rows this chunk touches, without their junk columns.
-        let plane = ho * wo
-        for oy in (first / width)...((first + n - 1) / width) {
-            let from = max(first, oy * width), to = min(first + n, oy * width + wo)
-            guard from < to else { continue }
-            let out = oy * wo + from - oy * width
-            for o in 0..<cout {
-                copy(c + o * chunk + from - first, to - from, to: y.pointer + o * plane + out,
-                     adding: residual.map { UnsafePointer($0.pointer + o * plane + out) })
-            }
-        }
+        int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer, rows: rows.pointer, columns: parts[part],
+                 runs: (wo, width), c: y.pointer, ldc: plane, residual: residual.map { UnsafePointer($0.pointer) },
+                 Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation),
+                 staging: staging.pointer + t * 64)
     }
 }
 

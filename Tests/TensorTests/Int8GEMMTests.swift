@@ -6,8 +6,9 @@ import XCTest
 /// `int8GEMM` against plain integer loops: odd shapes, rows of B at scattered offsets, the
 /// extremes of both operands (no Int16 saturation), and the float epilogue.
 final class Int8GEMMTests: XCTestCase {
-    private func check(m: Int, steps: Int, n: Int, extremes: Bool = false, epilogue: Bool, seed: UInt64,
-                       file: StaticString = #filePath, line: UInt = #line) {
+    /// `n` grid columns in runs of `runs.length` every `runs.stride` (nil: one run).
+    private func check(m: Int, steps: Int, n: Int, runs: (length: Int, stride: Int)? = nil, extremes: Bool = false,
+                       epilogue: Bool, residual: Bool = false, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
         var g = SeededGenerator(seed: seed)
         func weightByte() -> UInt32 {
             UInt32(UInt8(bitPattern: extremes ? (Bool.random(using: &g) ? 63 : -63) : Int8.random(in: -63...63, using: &g)))
@@ -25,20 +26,27 @@ final class Int8GEMMTests: XCTestCase {
         let offsets = (0..<m).map { _ in epilogue ? Int32.random(in: -1000...1000, using: &g) : 0 }
         let scales = (0..<m).map { _ in epilogue ? Float.random(in: 0.001...0.1, using: &g) : 1 }
         let bias = (0..<m).map { _ in epilogue ? Float.random(in: -1...1, using: &g) : 0 }
-        let ldc = (n + 7) / 8 * 8
-        var c = [Float](repeating: .nan, count: m * ldc)
+        let (length, stride) = runs ?? (n, n)
+        // C's columns: the grid columns q with q % stride < length, at q / stride · length + q % stride.
+        let kept = (0..<n).filter { $0 % stride < length }, ldc = kept.count + 3
+        let res = (0..<(m * ldc)).map { _ in residual ? Float.random(in: -1...1, using: &g) : 0 }
+        var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 64)
         c.withUnsafeMutableBufferPointer { pc in
-            int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n, c: pc.baseAddress!, ldc: ldc,
-                     Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none))
+            int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (length, stride), c: pc.baseAddress!,
+                     ldc: ldc, residual: residual ? res : nil,
+                     Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none), staging: &staging)
         }
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for r in 0..<m {
-            for j in 0..<n {
-                let expected = Float(sums[r * n + j] - offsets[r]) * scales[r] + bias[r]
-                guard c[r * ldc + j] == expected else {
-                    return XCTFail("m \(m) steps \(steps) n \(n): C[\(r), \(j)] = \(c[r * ldc + j]), expected \(expected)",
-                                   file: file, line: line)
+            for (out, q) in kept.enumerated() {
+                let expected = Float(sums[r * n + q] - offsets[r]) * scales[r] + bias[r] + res[r * ldc + out]
+                guard c[r * ldc + out] == expected else {
+                    return XCTFail("m \(m) steps \(steps) n \(n) runs \(length)/\(stride): C[\(r), \(out)] = "
+                                   + "\(c[r * ldc + out]), expected \(expected)", file: file, line: line)
                 }
+            }
+            for out in kept.count..<ldc where !c[r * ldc + out].isNaN {
+                return XCTFail("m \(m) n \(n): C[\(r), \(out)] past the last column written", file: file, line: line)
             }
         }
     }
@@ -53,6 +61,16 @@ final class Int8GEMMTests: XCTestCase {
                 }
             }
         }
+    }
+
+    /// Grids whose rows are wider than C's (a convolution's junk columns), with a residual.
+    func testRunsAndResidual() {
+        var seed: UInt64 = 500
+        for (n, length, stride) in [(44, 20, 22), (40, 5, 8), (17, 1, 3), (100, 16, 17), (96, 15, 16), (9, 9, 11)] {
+            check(m: 6, steps: 5, n: n, runs: (length, stride), epilogue: true, residual: seed % 2 == 0, seed: seed)
+            seed += 1
+        }
+        check(m: 5, steps: 3, n: 37, epilogue: true, residual: true, seed: 9)
     }
 
     /// Bytes of 255 times weights of ±63: every Int16 pair sum at its largest magnitude.
@@ -71,10 +89,11 @@ final class Int8GEMMTests: XCTestCase {
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for (activation, f) in [(Activation.silu, { (x: Float) in x / (1 + Foundation.exp(-x)) }),
                                 (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) })] {
-            var c = [Float](repeating: .nan, count: m * 24)
+            var c = [Float](repeating: .nan, count: m * 24), staging = [Float](repeating: .nan, count: 64)
             c.withUnsafeMutableBufferPointer { pc in
-                int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n, c: pc.baseAddress!, ldc: 24,
-                         Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: activation))
+                int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (n, n), c: pc.baseAddress!, ldc: 24,
+                         residual: nil, Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: activation),
+                         staging: &staging)
             }
             for r in 0..<m {
                 for j in 0..<n {
