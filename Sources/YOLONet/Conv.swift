@@ -21,7 +21,7 @@ struct Conv: Layer {
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         (weight, bias) = (ConvWeights(w, parameters), b)
-        quantized = source.precision == .int8 && g == 1 ? QuantizedConvWeights(w) : nil
+        quantized = source.precision == .int8 && g == 1 && !plain ? QuantizedConvWeights(w) : nil
         self.activation = plain ? .none : activation
         name = prefix
     }
