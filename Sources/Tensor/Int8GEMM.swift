@@ -16,18 +16,11 @@ package struct Int8Epilogue {
         (self.offsets, self.scales, self.bias, self.activation) = (offsets, scales, bias, activation)
     }
 
-    /// Row `row`'s 8 sums, finished, at `c` (plus the 8 floats at `residual`).
+    /// Row `row`'s 8 sums as floats with the bias, before the activation, at `c`.
     @inline(__always)
-    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?) {
+    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
         let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
-        var y = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
-        switch activation {
-        case .none: break
-        case .silu: y = silu(y)
-        case .sigmoid: y = sigmoid(y)
-        }
-        if let residual { y += residual.vector(0) }
-        c.store(y, at: 0)
+        c.store(unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row], at: 0)
     }
 }
 
@@ -45,7 +38,8 @@ package struct Int8Epilogue {
 /// registers over the whole reduction: `vpmaddubsw` multiplies a column's 4 bytes with the row's
 /// 4 weights and adds pairs into Int16s (255 · 63 · 2 < 2¹⁵: no saturation), `vpmaddwd` by ones
 /// adds the pairs into the Int32 sums. A strip within one run of C is finished straight into C;
-/// one across runs (or past the end) into `staging` (4 × 16 floats), then copied in pieces.
+/// one across runs (or past the end) into `staging`, then copied in pieces. `staging` holds
+/// 128 floats: that strip's tile, and a tile's sums while the activation and residual finish them.
 package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>) {
@@ -57,11 +51,11 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
             let count = min(4, m - first)
             if direct {
                 int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
-                         c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue)
+                         c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue, staging: staging + 64)
                 continue
             }
             int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
-                     c: staging - first * C.width, ldc: C.width, residual: nil, epilogue)
+                     c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64)
             var g = q
             let end = min(q + C.width, columns.upperBound)
             while g < end {
@@ -97,7 +91,8 @@ protocol Int8Columns {
     /// self += the products of `weights` (4 bytes broadcast) with `b`'s columns, 4 bytes each.
     mutating func add(_ weights: __m256i, times b: Self)
     init(loading p: UnsafePointer<UInt32>)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue)
+    /// Row `row`'s sums as floats with the bias, at `c`.
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue)
 }
 
 /// `a` (u8 × 4 per lane) · `w` (s8 × 4, the same in every lane) summed per lane into Int32s.
@@ -124,9 +119,9 @@ struct Int8Columns16: Int8Columns {
     }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
-        epilogue.store(v0, row: row, at: c, residual: residual)
-        epilogue.store(v1, row: row, at: c + 8, residual: residual.map { $0 + 8 })
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
+        epilogue.store(v0, row: row, at: c)
+        epilogue.store(v1, row: row, at: c + 8)
     }
 }
 
@@ -142,18 +137,19 @@ struct Int8Columns8: Int8Columns {
     mutating func add(_ weights: __m256i, times b: Self) { v0 = _mm256_add_epi32(v0, dot4(b.v0, weights)) }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
-        epilogue.store(v0, row: row, at: c, residual: residual)
-    }
+    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) { epilogue.store(v0, row: row, at: c) }
 }
 
 /// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
 /// C (and of the residual) from the panel at `a`, columns 0 ..< C.width from `b` + each step's
-/// row offset.
+/// row offset. With an activation or a residual, the sums go to `staging` (64 floats, in L1) and
+/// `Epilogue.finish` takes them to C in one call a tile: called per row, the activation's
+/// constants and the call's spills cost more than the products of a short reduction.
 @inline(__always)
 func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>,
                               rows: UnsafePointer<Int>, first: Int, count: Int, c: UnsafeMutablePointer<Float>,
-                              ldc: Int, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue) {
+                              ldc: Int, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue,
+                              staging: UnsafeMutablePointer<Float>) {
     var r0 = C(), r1 = C(), r2 = C(), r3 = C()
     let w = UnsafeRawPointer(a)
     for i in 0..<steps {
@@ -163,14 +159,16 @@ func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b
         r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
         r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
     }
-    @inline(__always) func put(_ r: C, _ i: Int) {
-        let row = first + i
-        r.store(row: row, at: c + row * ldc, residual: residual.map { $0 + row * ldc }, epilogue)
+    let staged = epilogue.activation != .none || residual != nil
+    let (out, ld) = staged ? (staging - first * C.width, C.width) : (c, ldc)
+    r0.store(row: first, at: out + first * ld, epilogue)
+    if count > 1 { r1.store(row: first + 1, at: out + (first + 1) * ld, epilogue) }
+    if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * ld, epilogue) }
+    if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * ld, epilogue) }
+    if staged {
+        Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: residual)
+            .finish(rows: first..<(first + count), sums: staging, ld: C.width, ldc: ldc, column: 0, width: C.width, in: c)
     }
-    put(r0, 0)
-    if count > 1 { put(r1, 1) }
-    if count > 2 { put(r2, 2) }
-    if count > 3 { put(r3, 3) }
 }
 
 extension Reference {

@@ -184,11 +184,11 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     // Parts for threads to claim as they come free, whole strips each.
     let parts = Parallel.ranges(ho * planes.width, parts: 4 * threads, align: 16)
     let workers = min(threads, parts.count), ranges = Parallel.ranges(x.channels, parts: threads)
-    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 64 + 2 * ranges.count,
+    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 128 + 2 * ranges.count,
                                       ints: weight.steps)
     let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
     let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
-    let staging = scales + 2 * cout, extremes = staging + workers * 64
+    let staging = scales + 2 * cout, extremes = staging + workers * 128
     let xa = Address(x.base)
     Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, plane: x.plane, ranges: ranges, into: Address(extremes)))
     var (lo, hi) = (extremes[0], extremes[1])
@@ -255,7 +255,7 @@ private struct QuantizedConvParts: ParallelWork {
         int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer, rows: rows.pointer, columns: parts[part],
                  runs: (wo, width), c: y.pointer, ldc: plane, residual: residual.map { UnsafePointer($0.pointer) },
                  Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation),
-                 staging: staging.pointer + t * 64)
+                 staging: staging.pointer + t * 128)
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tensor
+import YOLONet
 
 /// `yolo-bench conv`: one convolution at a time, on the kernels the models run (phase planes and
 /// the GEMM, Winograd, depthwise, SiLU epilogue), into a preallocated output as in a workspace:
@@ -17,26 +18,32 @@ struct ConvBench: ParsableCommand {
     @Option(help: "Thread counts, comma-separated.")
     var threads = "1,\(ProcessInfo.processInfo.activeProcessorCount)"
 
+    @Option(help: "The arithmetic: fp32, or int8 (`quantizedConv2d`, ungrouped shapes only).")
+    var precision: Precision = .fp32
+
     @Option(help: "Timed repetitions per shape and thread count.")
     var iters = 30
 
     func validate() throws {
         guard (1...100_000).contains(iters) else { throw ValidationError("--iters must be in 1...100000, got \(iters)") }
         _ = try parseThreads(threads)
-        _ = try convShapes(shapes)
+        let shapes = try convShapes(shapes)
+        if precision == .int8, let grouped = shapes.first(where: { $0.groups > 1 }) {
+            throw ValidationError("--precision int8 runs ungrouped convolutions only, got \(grouped.groups) groups")
+        }
     }
 
     func run() throws {
         let threadCounts = try parseThreads(threads)
         print("CPU: \(CPU.modelName) (\(CPU.simdLevel))")
-        print("| input | output | kernel | stride | groups | threads | median ms | p10 ms | GFLOP/s |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| input | output | kernel | stride | groups | precision | threads | median ms | p10 ms | GFLOP/s |")
+        print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
         for s in try convShapes(shapes) {
             let p = Conv2DParameters(kernel: s.kernel, stride: s.stride, padding: s.kernel / 2, groups: s.groups)
             let (ho, wo) = p.outputSize(h: s.h, w: s.w)
-            let weight = ConvWeights(Tensor(shape: [s.cout, s.cin / s.groups, s.kernel, s.kernel],
-                                            scalars: (0..<(s.cout * s.cin / s.groups * s.kernel * s.kernel)).map {
-                                                Float($0 % 17) / 64 - 0.125 }), p)
+            let w = Tensor(shape: [s.cout, s.cin / s.groups, s.kernel, s.kernel],
+                           scalars: (0..<(s.cout * s.cin / s.groups * s.kernel * s.kernel)).map { Float($0 % 17) / 64 - 0.125 })
+            let weight = ConvWeights(w, p), quantized = precision == .int8 ? QuantizedConvWeights(w) : nil
             let bias = [Float](repeating: 0.01, count: s.cout)
             let x = Tensor(shape: [1, s.cin, s.h, s.w], scalars: (0..<(s.cin * s.h * s.w)).map { Float($0 % 251) / 251 })
             var y = [Float](repeating: 0, count: s.cout * ho * wo)
@@ -50,13 +57,18 @@ struct ConvBench: ParsableCommand {
                         let ym = Map(yb.baseAddress!, channels: s.cout, height: ho, width: wo)
                         for i in 0..<(iters + 2) {
                             let start = DispatchTime.now().uptimeNanoseconds
-                            conv2d(xm, weight: weight, bias: bias, p, activation: .silu, into: ym, scratch: scratch)
+                            if let quantized {
+                                quantizedConv2d(xm, weight: quantized, bias: bias, p, activation: .silu, into: ym, scratch: scratch)
+                            } else {
+                                conv2d(xm, weight: weight, bias: bias, p, activation: .silu, into: ym, scratch: scratch)
+                            }
                             if i >= 2 { samples.append(milliseconds(since: start)) }
                         }
                     }
                 }
                 let latency = Latency(samples: samples)
-                print("| \(s.cin)×\(s.h)×\(s.w) | \(s.cout)×\(ho)×\(wo) | \(s.kernel) | \(s.stride) | \(s.groups) | \(t) "
+                print("| \(s.cin)×\(s.h)×\(s.w) | \(s.cout)×\(ho)×\(wo) | \(s.kernel) | \(s.stride) | \(s.groups) "
+                      + "| \(precision.rawValue) | \(t) "
                       + "| \(String(format: "%.3f", latency.median)) | \(String(format: "%.3f", latency.p10)) "
                       + "| \(String(format: "%.1f", flop / (latency.median * 1e6))) |")
             }

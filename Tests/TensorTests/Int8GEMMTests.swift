@@ -30,7 +30,7 @@ final class Int8GEMMTests: XCTestCase {
         // C's columns: the grid columns q with q % stride < length, at q / stride · length + q % stride.
         let kept = (0..<n).filter { $0 % stride < length }, ldc = kept.count + 3
         let res = (0..<(m * ldc)).map { _ in residual ? Float.random(in: -1...1, using: &g) : 0 }
-        var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 64)
+        var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 128)
         c.withUnsafeMutableBufferPointer { pc in
             int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (length, stride), c: pc.baseAddress!,
                      ldc: ldc, residual: residual ? res : nil,
@@ -89,7 +89,7 @@ final class Int8GEMMTests: XCTestCase {
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for (activation, f) in [(Activation.silu, { (x: Float) in x / (1 + Foundation.exp(-x)) }),
                                 (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) })] {
-            var c = [Float](repeating: .nan, count: m * 24), staging = [Float](repeating: .nan, count: 64)
+            var c = [Float](repeating: .nan, count: m * 24), staging = [Float](repeating: .nan, count: 128)
             c.withUnsafeMutableBufferPointer { pc in
                 int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (n, n), c: pc.baseAddress!, ldc: 24,
                          residual: nil, Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: activation),
