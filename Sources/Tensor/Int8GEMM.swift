@@ -16,6 +16,43 @@ package struct Int8Epilogue {
         (self.offsets, self.scales, self.bias, self.activation) = (offsets, scales, bias, activation)
     }
 
+    /// Rows `rows` of C (leading dimension `ldc`), `width` floats (a multiple of 8) from the
+    /// sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`): activation, then +
+    /// the residual (C's layout). One loop per activation, as `Epilogue.finish`; SiLU and the
+    /// sigmoid divide by `vrcpps` and a Newton step (within 2 ULP of a division, at a third of its
+    /// cost), since quantization already moves the sums by far more.
+    @inline(never)
+    func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                width: Int, residual: UnsafePointer<Float>?) {
+        @inline(__always) func reciprocal(_ d: Vec8) -> Vec8 {
+            let r = unsafeBitCast(_mm256_rcp_ps(unsafeBitCast(d, to: __m256.self)), to: Vec8.self)
+            return r * (2 - d * r)
+        }
+        @inline(__always) func loop(_ f: (Vec8) -> Vec8) {
+            for row in rows {
+                let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
+                var i = 0
+                if let residual {
+                    let add = residual + row &* ldc
+                    while i < width {
+                        out.store(f(from.vector(i)) + add.vector(i), at: i)
+                        i &+= 8
+                    }
+                } else {
+                    while i < width {
+                        out.store(f(from.vector(i)), at: i)
+                        i &+= 8
+                    }
+                }
+            }
+        }
+        switch activation {
+        case .none: loop { $0 }
+        case .silu: loop { $0 * reciprocal(1 + exp(-$0)) }
+        case .sigmoid: loop { reciprocal(1 + exp(-$0)) }
+        }
+    }
+
     /// Row `row`'s 8 sums as floats with the bias, before the activation, at `c`.
     @inline(__always)
     func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
@@ -143,7 +180,7 @@ struct Int8Columns8: Int8Columns {
 /// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
 /// C (and of the residual) from the panel at `a`, columns 0 ..< C.width from `b` + each step's
 /// row offset. With an activation or a residual, the sums go to `staging` (64 floats, in L1) and
-/// `Epilogue.finish` takes them to C in one call a tile: called per row, the activation's
+/// `Int8Epilogue.finish` takes them to C in one call a tile: called per row, the activation's
 /// constants and the call's spills cost more than the products of a short reduction.
 @inline(__always)
 func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>,
@@ -166,8 +203,8 @@ func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b
     if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * ld, epilogue) }
     if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * ld, epilogue) }
     if staged {
-        Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: residual)
-            .finish(rows: first..<(first + count), sums: staging, ld: C.width, ldc: ldc, column: 0, width: C.width, in: c)
+        epilogue.finish(rows: first..<(first + count), sums: staging, ld: C.width, c: c, ldc: ldc, width: C.width,
+                        residual: residual)
     }
 }
 

@@ -98,6 +98,14 @@ struct QuantizedPlanes {
     var quadSize: Int { p.strideH * p.strideW * planeSize }
     var count: Int { quads * quadSize }
 
+    /// The rows (or columns) of a phase plane that hold input pixels: y with 0 ≤ y · stride +
+    /// phase − pad < count, below `limit`.
+    static func covered(pad: Int, phase: Int, stride: Int, count: Int, limit: Int) -> Range<Int> {
+        let first = (pad - phase + stride - 1) / stride, last = count - 1 + pad - phase
+        let end = last < 0 ? 0 : min(limit, last / stride + 1)
+        return min(first, end)..<end
+    }
+
     /// Where each `QuantizedConvWeights` step's row of B starts.
     func rowOffsets(into rows: UnsafeMutablePointer<Int>) {
         for ky in 0..<p.kernelH {
@@ -112,10 +120,22 @@ struct QuantizedPlanes {
     /// Quad `q` of `x` [C, H, W] quantized into `planes`.
     func fill(quad q: Int, from x: Map, _ quantization: ActivationQuantization, into planes: UnsafeMutablePointer<UInt32>) {
         let base = planes + q * quadSize, (h, w) = (x.height, x.width)
-        // The padding and the rows past the input hold the zero point; without padding or
-        // stride, the input fills the rows before them.
-        let covered = p.padH == 0 && p.padW == 0 && p.strideH == 1 && p.strideW == 1 && width == w ? h * w : 0
-        (base + covered).initialize(repeating: UInt32(quantization.zero) &* 0x0101_0101, count: quadSize - covered)
+        // What the input does not cover holds the zero point: the rows and columns of padding,
+        // and the rows and slack past the input.
+        let zero = UInt32(quantization.zero) &* 0x0101_0101
+        for py in 0..<p.strideH {
+            for px in 0..<p.strideW {
+                let plane = base + (py * p.strideW + px) * planeSize
+                let rows = Self.covered(pad: p.padH, phase: py, stride: p.strideH, count: h, limit: height)
+                let columns = Self.covered(pad: p.padW, phase: px, stride: p.strideW, count: w, limit: width)
+                plane.initialize(repeating: zero, count: rows.lowerBound * width)
+                (plane + rows.upperBound * width).initialize(repeating: zero, count: planeSize - rows.upperBound * width)
+                for y in rows {
+                    (plane + y * width).initialize(repeating: zero, count: columns.lowerBound)
+                    (plane + y * width + columns.upperBound).initialize(repeating: zero, count: width - columns.upperBound)
+                }
+            }
+        }
         let inverse = 1 / quantization.scale
         // Channels past the last read as zeros, which quantize to the zero point.
         let present = min(4, x.channels - 4 * q), first = x.base + 4 * q * h * w
