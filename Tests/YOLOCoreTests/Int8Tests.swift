@@ -4,14 +4,27 @@ import XCTest
 import YOLOCore
 
 /// Models loaded with `precision: .int8` against the same models in fp32: the same objects, and
-/// coco8's mAP50-95 within 0.015 of fp32's. The bounds are the measured worst cases
-/// (docs/PERFORMANCE.md) with a margin: int8 moves confidences by up to 0.11 and box sides by up
-/// to 30 px (zidane's left person, whose edge is a blurred arm).
+/// coco8's mAP50-95 within 0.015 of fp32's. The bounds are the measured worst cases on the
+/// shared images (docs/PERFORMANCE.md) with a margin: int8 moves confidences by up to 0.14 and
+/// box sides by up to 34 px (zidane's left person, whose edge is a blurred arm), and can drop a
+/// detection within 0.1 of the confidence threshold (yolo11n's bench and bottle on boats.jpg,
+/// 0.32 and 0.31 in fp32), so objects are compared from a confidence of 0.4.
 final class Int8Tests: XCTestCase {
     private func iou(_ a: [Float], _ b: [Float]) -> Float {
         let w = max(0, min(a[2], b[2]) - max(a[0], b[0])), h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
         let union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
         return w * h / union
+    }
+
+    /// Each box of `boxes` with a confidence of 0.4 or more matched in `others`: same class, IoU above
+    /// 0.85, confidence within 0.15.
+    private func checkMatched(_ boxes: [Box], in others: [Box], _ what: String) {
+        for box in boxes where box.conf >= 0.4 {
+            let match = others.filter { $0.cls == box.cls }.max { iou($0.xyxy, box.xyxy) < iou($1.xyxy, box.xyxy) }
+            guard let match else { return XCTFail("\(what): no \(box.name) (\(box.conf)) in the other precision") }
+            XCTAssertGreaterThan(iou(match.xyxy, box.xyxy), 0.85, "\(what) \(box.name)")
+            XCTAssertEqual(match.conf, box.conf, accuracy: 0.15, "\(what) \(box.name)")
+        }
     }
 
     func testDetectionsAgreeWithFP32() async throws {
@@ -21,13 +34,8 @@ final class Int8Tests: XCTestCase {
             for image in ["bus", "zidane", "boats"] {
                 let path = try sharedFile("images/\(image).jpg").path
                 let (expected, actual) = (try await fp32.predict(path).boxes, try await int8.predict(path).boxes)
-                XCTAssertEqual(actual.map(\.cls).sorted(), expected.map(\.cls).sorted(), "\(name) \(image): classes")
-                for box in expected {
-                    let match = actual.filter { $0.cls == box.cls }.max { iou($0.xyxy, box.xyxy) < iou($1.xyxy, box.xyxy) }
-                    guard let match else { continue }
-                    XCTAssertGreaterThan(iou(match.xyxy, box.xyxy), 0.85, "\(name) \(image) \(box.name)")
-                    XCTAssertEqual(match.conf, box.conf, accuracy: 0.15, "\(name) \(image) \(box.name)")
-                }
+                checkMatched(expected, in: actual, "\(name) \(image), fp32 in int8")
+                checkMatched(actual, in: expected, "\(name) \(image), int8 in fp32")
             }
         }
     }
