@@ -117,13 +117,14 @@ struct QuantizedPlanes {
         }
     }
 
-    /// Quad `q` of `x` [C, H, W] quantized into `planes`.
-    func fill(quad q: Int, from x: Map, _ quantization: ActivationQuantization, into planes: UnsafeMutablePointer<UInt32>) {
+    /// Input rows `inputRows` of quad `q` of `x` [C, H, W] quantized into `planes`, and with the
+    /// first rows, what the input does not cover (at the zero point): the rows and columns of
+    /// padding, and the rows and slack past the input.
+    func fill(quad q: Int, rows inputRows: Range<Int>, from x: Map, _ quantization: ActivationQuantization,
+              into planes: UnsafeMutablePointer<UInt32>) {
         let base = planes + q * quadSize, (h, w) = (x.height, x.width)
-        // What the input does not cover holds the zero point: the rows and columns of padding,
-        // and the rows and slack past the input.
         let zero = UInt32(quantization.zero) &* 0x0101_0101
-        for py in 0..<p.strideH {
+        for py in 0..<p.strideH where inputRows.lowerBound == 0 {
             for px in 0..<p.strideW {
                 let plane = base + (py * p.strideW + px) * planeSize
                 let rows = Self.covered(pad: p.padH, phase: py, stride: p.strideH, count: h, limit: height)
@@ -139,7 +140,7 @@ struct QuantizedPlanes {
         let inverse = 1 / quantization.scale
         // Channels past the last read as zeros, which quantize to the zero point.
         let present = min(4, x.channels - 4 * q), first = x.base + 4 * q * h * w
-        for iy in 0..<h {
+        for iy in inputRows {
             let (py, y) = ((iy + p.padH) % p.strideH, (iy + p.padH) / p.strideH)
             guard y < height else { break }
             let row = first + iy * w, out = base + py * p.strideW * planeSize + y * width
@@ -186,8 +187,8 @@ struct QuantizedPlanes {
 /// scaled back to floats with the bias and activation; residual and y [Cout, Ho, Wo] in floats.
 /// Ungrouped convolutions only.
 ///
-/// Threads find the input's range a range of channels each, quantize a quad of channels at a
-/// time, then take ranges of the grid's columns.
+/// Threads find the input's range a range of it each, quantize a block of rows of a quad of
+/// channels at a time, then take ranges of the grid's columns.
 package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
                              activation: Activation = .none, residual: Map? = nil, into y: Map, scratch: Scratch) {
     let cout = weight.shape[0]
@@ -203,19 +204,23 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     let planes = QuantizedPlanes(channels: x.channels, ho: ho, wo: wo, p)
     // Parts for threads to claim as they come free, whole strips each.
     let parts = Parallel.ranges(ho * planes.width, parts: 4 * threads, align: 16)
-    let workers = min(threads, parts.count), ranges = Parallel.ranges(x.channels, parts: threads)
+    let workers = min(threads, parts.count), ranges = Parallel.ranges(x.count, parts: threads, align: 64)
+    // Blocks of about 64 K input floats, at least a block a thread.
+    let blocks = max(threads, x.count / (1 << 16)) / planes.quads + 1, blockRows = (x.height + blocks - 1) / blocks
     let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 128 + 2 * ranges.count,
                                       ints: weight.steps)
     let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
     let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
     let staging = scales + 2 * cout, extremes = staging + workers * 128
     let xa = Address(x.base)
-    Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, plane: x.plane, ranges: ranges, into: Address(extremes)))
+    Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, ranges: ranges, into: Address(extremes)))
     var (lo, hi) = (extremes[0], extremes[1])
     for i in 1..<ranges.count { (lo, hi) = (min(lo, extremes[2 * i]), max(hi, extremes[2 * i + 1])) }
     let quantization = ActivationQuantization(minimum: lo, maximum: hi)
-    Parallel.forEach(planes.quads, threads: threads, Quantize(x: xa, channels: x.channels, height: x.height, width: x.width,
-                                                               planes: planes, quantization: quantization, into: Address(bytes)))
+    let rowBlocks = (x.height + blockRows - 1) / blockRows
+    Parallel.forEach(planes.quads * rowBlocks, threads: threads, Quantize(
+        x: xa, channels: x.channels, height: x.height, width: x.width, blockRows: blockRows, rowBlocks: rowBlocks,
+        planes: planes, quantization: quantization, into: Address(bytes)))
     for o in 0..<cout {
         scales[o] = quantization.scale * weight.scales[o]
         offsets[o] = quantization.zero &* weight.sums[o]
@@ -232,12 +237,12 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     }
 }
 
-/// The smallest and largest float of each range of channels, into `into[2i]`, `into[2i + 1]`.
+/// The smallest and largest float of each range of the input, into `into[2i]`, `into[2i + 1]`.
 private struct Extremes: ParallelWork {
-    let x: Address<Float>, plane: Int, ranges: Partition, into: Address<Float>
+    let x: Address<Float>, ranges: Partition, into: Address<Float>
 
     func run(part: Int, thread: Int) {
-        let r = ranges[part], base = x.pointer + r.lowerBound * plane, count = r.count * plane
+        let r = ranges[part], base = x.pointer + r.lowerBound, count = r.count
         var (lo, hi) = (_mm256_set1_ps(.infinity), _mm256_set1_ps(-.infinity))
         var i = 0
         while i + 8 <= count {
@@ -255,12 +260,13 @@ private struct Extremes: ParallelWork {
 }
 
 private struct Quantize: ParallelWork {
-    let x: Address<Float>, channels: Int, height: Int, width: Int
+    let x: Address<Float>, channels: Int, height: Int, width: Int, blockRows: Int, rowBlocks: Int
     let planes: QuantizedPlanes, quantization: ActivationQuantization, into: Address<UInt32>
 
     func run(part: Int, thread: Int) {
-        planes.fill(quad: part, from: Map(x.pointer, channels: channels, height: height, width: width), quantization,
-                    into: into.pointer)
+        let first = part % rowBlocks * blockRows
+        planes.fill(quad: part / rowBlocks, rows: first..<min(height, first + blockRows),
+                    from: Map(x.pointer, channels: channels, height: height, width: width), quantization, into: into.pointer)
     }
 }
 

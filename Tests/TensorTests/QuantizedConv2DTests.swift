@@ -61,6 +61,21 @@ final class QuantizedConv2DTests: XCTestCase {
         }
     }
 
+    /// An input large enough to be quantized in several blocks of rows.
+    func testRowBlocksMatchIntegerReference() {
+        for (kernel, stride, padding) in [(3, 2, 1), (1, 1, 0)] {
+            let p = Conv2DParameters(kernel: kernel, stride: stride, padding: padding)
+            let x = randomTensor([1, 3, 403, 203], seed: 40, range: 0...1)
+            let weight = QuantizedConvWeights(randomTensor([5, 3, kernel, kernel], seed: 41))
+            let bias = randomTensor([5], seed: 42).scalars
+            let expected = Reference.quantizedConv2d(x, weight: weight, bias: bias, p, quantization(of: x))
+            for threads in [1, 2, 3] {
+                XCTAssertEqual(Parallel.withWidth(threads) { run(x, weight, bias: bias, p) }.scalars, expected.scalars,
+                               "k\(kernel) s\(stride), \(threads) threads")
+            }
+        }
+    }
+
     func testThreadCountsAgree() {
         let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
         let x = randomTensor([1, 19, 37, 29], seed: 9), weight = QuantizedConvWeights(randomTensor([70, 19, 3, 3], seed: 10))
