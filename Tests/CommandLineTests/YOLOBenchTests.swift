@@ -55,6 +55,7 @@ final class YOLOBenchTests: CommandTestCase {
         XCTAssertEqual(rss.count, 2)
         XCTAssertLessThan(abs(rss[1] - rss[0]), 1.5, "peak RSS of the two runs: \(rss)")
         for run in runs {
+            XCTAssertEqual(run["precision"] as? String, "fp32")
             for key in ["model", "imgsz", "threads", "iters", "latency_ms", "layers", "gflop", "peak_rss_mb", "build",
                         "cpu", "timestamp", "parameters", "weights", "sgemm_peak_gflops", "images_per_second"] {
                 XCTAssertNotNil(run[key], "missing \(key)")
@@ -130,7 +131,11 @@ final class YOLOBenchTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let rows = result.stdout.split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| input") }
         XCTAssertEqual(rows.count, 6, result.stdout)
-        XCTAssertTrue(rows[0].hasPrefix("| 16×20×20 | 8×10×10 | 3 | 2 | 1 | 1 |"), String(rows[0]))
+        XCTAssertTrue(rows[0].hasPrefix("| 16×20×20 | 8×10×10 | 3 | 2 | 1 | fp32 | 1 |"), String(rows[0]))
+        let int8 = try bench(["conv", "--shapes", "16x20x20:8:3:2", "--threads", "1", "--iters", "2", "--precision", "int8"])
+        XCTAssertTrue(int8.stdout.contains("| 16×20×20 | 8×10×10 | 3 | 2 | 1 | int8 | 1 |"), int8.stdout + int8.stderr)
+        let grouped = try bench(["conv", "--shapes", "8x9x9:8:3:1:8", "--precision", "int8"])
+        XCTAssertTrue(grouped.stderr.contains("ungrouped convolutions only"), grouped.stderr)
         for (shapes, message) in [("16x20:8:3:1", "is not CinxHxW"), ("6x9x9:8:3:1:4", "multiples of the groups"),
                                   ("4096x4096x8:8:1:1", "2^26")] {
             let bad = try bench(["conv", "--shapes", shapes])
@@ -140,12 +145,23 @@ final class YOLOBenchTests: CommandTestCase {
         }
     }
 
+    /// `--precision int8` reaches the record and the table; a bad value is an argument error.
+    func testPrecision() throws {
+        let runs = try benchJSON(["--model", "yolo26n", "--precision", "int8", "--no-per-layer"] + short)
+        XCTAssertEqual(runs.map { $0["precision"] as? String }, ["int8"])
+        let table = try bench(["--model", "yolo26n", "--precision", "int8", "--no-per-layer"] + short)
+        XCTAssertTrue(table.stdout.contains("| yolo26n | int8 |"), table.stdout)
+        let bad = try bench(["--model", "yolo26n", "--precision", "fp16"] + short)
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("fp16"), bad.stderr)
+    }
+
     func testRandomWeightsWhenNoFileIsFound() throws {
         let result = try bench(["--model", "yolo11s", "--no-per-layer"] + short)
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("random weights: latency does not depend on weight values"), result.stdout)
         XCTAssertTrue(result.stdout.contains("yolo11s (random)"), result.stdout)
-        XCTAssertTrue(result.stdout.contains("| yolo11s | 9.44 M |"), "fused yolo11s parameters: \(result.stdout)")
+        XCTAssertTrue(result.stdout.contains("| yolo11s | fp32 | 9.44 M |"), "fused yolo11s parameters: \(result.stdout)")
     }
 
     /// A name is looked up as `$YOLO_WEIGHTS_DIR/<name>.safetensors` before the built-in architectures.
