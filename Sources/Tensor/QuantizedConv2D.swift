@@ -26,11 +26,13 @@ public struct QuantizedConvWeights: Sendable {
         var scales = [Float](repeating: 1, count: cout), sums = [Int32](repeating: 0, count: cout)
         for o in 0..<cout {
             let row = weight.scalars[(o * k)..<((o + 1) * k)]
-            let largest = row.reduce(0) { max($0, abs($1)) }
+            // Non-finite weights (a corrupt file) quantize to 0 rather than trap.
+            let largest = row.reduce(0) { $1.isFinite ? max($0, abs($1)) : $0 }
             if largest > 0 { scales[o] = largest / Self.limit }
             for c in 0..<cin {
                 for tap in 0..<taps {
-                    let q = Int32((row[row.startIndex + c * taps + tap] / scales[o]).rounded())
+                    let w = row[row.startIndex + c * taps + tap]
+                    let q = w.isFinite ? Int32(max(-Self.limit, min(Self.limit, (w / scales[o]).rounded()))) : 0
                     sums[o] += q
                     let step = tap * quads + c / 4
                     values[(o / 4 * steps + step) * 4 + o % 4] |= UInt32(UInt8(truncatingIfNeeded: q)) << (8 * (c % 4))
@@ -52,8 +54,14 @@ public struct QuantizedConvWeights: Sendable {
 package struct ActivationQuantization: Equatable {
     package let scale: Float, zero: Int32
 
+    /// A range that is not finite (an input holding NaN or infinity) gets scale 1 and zero 0:
+    /// the outputs are meaningless, as in fp32, but nothing traps.
     package init(minimum: Float, maximum: Float) {
         let (lo, hi) = (min(minimum, 0), max(maximum, 0))
+        guard (hi - lo).isFinite else {
+            (scale, zero) = (1, 0)
+            return
+        }
         scale = hi > lo ? (hi - lo) / 255 : 1
         zero = min(max(Int32((-lo / scale).rounded()), 0), 255)
     }

@@ -121,6 +121,21 @@ final class QuantizedConv2DTests: XCTestCase {
         }
     }
 
+    /// A corrupt weight file's NaN and infinite weights, and an input holding them, give
+    /// meaningless outputs but no trap.
+    func testNonFiniteValuesDoNotTrap() {
+        var w = randomTensor([4, 3, 3, 3], seed: 50)
+        (w.scalars[0], w.scalars[1], w.scalars[30]) = (.nan, .infinity, -.infinity)
+        let weight = QuantizedConvWeights(w)
+        XCTAssertTrue(weight.scales.allSatisfy(\.isFinite))
+        var x = randomTensor([1, 3, 9, 9], seed: 51)
+        x.scalars[5] = .nan
+        x.scalars[6] = .infinity
+        let y = run(x, weight, bias: [0, 0, 0, 0], Conv2DParameters(kernel: 3, stride: 1, padding: 1))
+        XCTAssertEqual(y.shape, [1, 4, 9, 9])
+        XCTAssertEqual(ActivationQuantization(minimum: -.infinity, maximum: 1), ActivationQuantization(minimum: .nan, maximum: .nan))
+    }
+
     func testActivationQuantizationKeepsZeroExact() {
         for (lo, hi) in [(-0.28, 7.5), (0.5, 3), (-4, -1), (0, 0), (2, 2)] as [(Float, Float)] {
             let q = ActivationQuantization(minimum: lo, maximum: hi)
