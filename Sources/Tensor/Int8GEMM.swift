@@ -24,32 +24,10 @@ package struct Int8Epilogue {
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                 width: Int, residual: UnsafePointer<Float>?) {
-        @inline(__always) func reciprocal(_ d: Vec8) -> Vec8 {
-            let r = unsafeBitCast(_mm256_rcp_ps(unsafeBitCast(d, to: __m256.self)), to: Vec8.self)
-            return r * (2 - d * r)
-        }
-        @inline(__always) func loop(_ f: (Vec8) -> Vec8) {
-            for row in rows {
-                let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
-                var i = 0
-                if let residual {
-                    let add = residual + row &* ldc
-                    while i < width {
-                        out.store(f(from.vector(i)) + add.vector(i), at: i)
-                        i &+= 8
-                    }
-                } else {
-                    while i < width {
-                        out.store(f(from.vector(i)), at: i)
-                        i &+= 8
-                    }
-                }
-            }
-        }
         switch activation {
-        case .none: loop { $0 }
-        case .silu: loop { $0 * reciprocal(1 + exp(-$0)) }
-        case .sigmoid: loop { reciprocal(1 + exp(-$0)) }
+        case .none: finishRows(Identity.self, rows, sums, ld, c, ldc, width, residual)
+        case .silu: finishRows(SiLUByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
+        case .sigmoid: finishRows(SigmoidByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
         }
     }
 
@@ -58,6 +36,46 @@ package struct Int8Epilogue {
     func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
         let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
         c.store(unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row], at: 0)
+    }
+}
+
+/// 1 / d by `vrcpps` and a Newton step for 8 lanes (a division otherwise).
+@inline(__always)
+private func reciprocal<V: FloatVector>(_ d: V) -> V {
+    guard V.scalarCount == 8 else { return 1 / d }
+    let r = unsafeBitCast(_mm256_rcp_ps(unsafeBitCast(d, to: __m256.self)), to: V.self)
+    return r * (2 - d * r)
+}
+
+private enum SiLUByReciprocal: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { v * reciprocal(1 + exp(-v)) }
+}
+
+private enum SigmoidByReciprocal: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { reciprocal(1 + exp(-v)) }
+}
+
+/// `Int8Epilogue.finish`'s loop for one activation `F` (a type: as a closure, it stayed a call
+/// per vector), in wrapping arithmetic.
+@inline(__always)
+private func finishRows<F: ActivationFunction>(_ f: F.Type, _ rows: Range<Int>, _ sums: UnsafePointer<Float>, _ ld: Int,
+                                        _ c: UnsafeMutablePointer<Float>, _ ldc: Int, _ width: Int,
+                                        _ residual: UnsafePointer<Float>?) {
+    for row in rows {
+        let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
+        var i = 0
+        if let residual {
+            let add = residual + row &* ldc
+            while i < width {
+                out.store(F.apply(from.vector(i) as Vec8) + add.vector(i), at: i)
+                i &+= 8
+            }
+        } else {
+            while i < width {
+                out.store(F.apply(from.vector(i) as Vec8), at: i)
+                i &+= 8
+            }
+        }
     }
 }
 
