@@ -212,7 +212,7 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     let planes = QuantizedPlanes(channels: x.channels, ho: ho, wo: wo, p)
     // Parts for threads to claim as they come free, whole strips each.
     let parts = Parallel.ranges(ho * planes.width, parts: 4 * threads, align: 16)
-    let workers = min(threads, parts.count), ranges = Parallel.ranges(x.count, parts: threads, align: 64)
+    let workers = min(threads, parts.count), ranges = Parallel.ranges(x.count, parts: 4 * threads, align: 64)
     // Blocks of about 64 K input floats, at least a block a thread.
     let blocks = max(threads, x.count / (1 << 16)) / planes.quads + 1, blockRows = (x.height + blocks - 1) / blocks
     let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 128 + 2 * ranges.count,
