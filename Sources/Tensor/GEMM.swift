@@ -201,21 +201,8 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 continue
             }
             strip(Wide.self, from: jb, count: Wide.width, c: rowsOfC, ldc: Wide.width, column: 0, inner)
-            var q = jb
-            let end = min(jb + Wide.width, span)
-            while q < end {
-                let x = q % runs.stride
-                guard x < runs.length else {
-                    q += runs.stride - x
-                    continue
-                }
-                let count = min(runs.length - x, end - q), column = q / runs.stride * runs.length + x
-                for r in 0..<m {
-                    copy(rowsOfC + r * Wide.width + q - jb, count, to: c + r * ldc + column,
-                         adding: epilogue.residual.map { $0 + r * ldc + column })
-                }
-                q += count
-            }
+            copyRuns(rowsOfC, width: Wide.width, rows: 0..<m, columns: jb..<min(jb + Wide.width, span), runs: runs,
+                     to: c, ldc: ldc, residual: epilogue.residual)
         }
         return
     }
@@ -236,6 +223,29 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
     for r in 0..<m {
         copy(rowsOfC + r * width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
+    }
+}
+
+/// Rows `rows` of a strip staged at `staged` (`width` floats a row, grid column `columns.lowerBound`
+/// first) copied to C's columns, plus the residual (C's layout): grid column g is C's column
+/// g / stride · length + g % stride, and grid columns with g % stride ≥ length are dropped.
+@inline(__always)
+func copyRuns(_ staged: UnsafePointer<Float>, width: Int, rows: Range<Int>, columns: Range<Int>,
+              runs: (length: Int, stride: Int), to c: UnsafeMutablePointer<Float>, ldc: Int,
+              residual: UnsafePointer<Float>?) {
+    var g = columns.lowerBound
+    while g < columns.upperBound {
+        let x = g % runs.stride
+        guard x < runs.length else {
+            g += runs.stride - x
+            continue
+        }
+        let count = min(runs.length - x, columns.upperBound - g), column = g / runs.stride * runs.length + x
+        for r in rows {
+            copy(staged + (r - rows.lowerBound) * width + g - columns.lowerBound, count, to: c + r * ldc + column,
+                 adding: residual.map { $0 + r * ldc + column })
+        }
+        g += count
     }
 }
 

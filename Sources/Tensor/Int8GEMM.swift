@@ -111,21 +111,8 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
             }
             int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
                      c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64)
-            var g = q
-            let end = min(q + C.width, columns.upperBound)
-            while g < end {
-                let x = g % runs.stride
-                guard x < runs.length else {
-                    g += runs.stride - x
-                    continue
-                }
-                let length = min(runs.length - x, end - g), out = g / runs.stride * runs.length + x
-                for r in first..<(first + count) {
-                    copy(staging + (r - first) * C.width + g - q, length, to: c + r * ldc + out,
-                         adding: residual.map { $0 + r * ldc + out })
-                }
-                g += length
-            }
+            copyRuns(staging, width: C.width, rows: first..<(first + count), columns: q..<min(q + C.width, columns.upperBound),
+                     runs: runs, to: c, ldc: ldc, residual: residual)
         }
     }
     var q = columns.lowerBound
