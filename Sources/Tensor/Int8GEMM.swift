@@ -19,8 +19,8 @@ package struct Int8Epilogue {
     /// Rows `rows` of C (leading dimension `ldc`), `width` floats (a multiple of 8) from the
     /// sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`): activation, then +
     /// the residual (C's layout). One loop per activation, as `Epilogue.finish`; SiLU and the
-    /// sigmoid divide by `vrcpps` and a Newton step (within 2 ULP of a division, at a third of its
-    /// cost), since quantization already moves the sums by far more.
+    /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
+    /// quantization already moves the sums by far more.
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                 width: Int, residual: UnsafePointer<Float>?) {
