@@ -14,7 +14,7 @@ public struct QuantizedConvWeights: Sendable {
     /// Per output channel: Σ q.
     package let sums: [Int32]
     /// The largest |q|.
-    package static let limit: Float = 63
+    static let limit: Float = 63
 
     /// Weights of one group (`quantizedConv2d` runs ungrouped convolutions only).
     public init(_ weight: Tensor) {
@@ -42,8 +42,6 @@ public struct QuantizedConvWeights: Sendable {
         (self.values, self.scales, self.sums) = (values, scales, sums)
     }
 
-    /// Scalars of the weight.
-    public var count: Int { shape.reduce(1, *) }
     var quads: Int { (shape[1] + 3) / 4 }
     var steps: Int { shape[2] * shape[3] * quads }
 }

@@ -46,7 +46,7 @@ struct C3k: Sendable {
 
     /// The blocks' last output and cv2(x) are written into the halves of cv3's input.
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
-        let hidden = cv1.weight.shape[0]
+        let hidden = cv1.channels
         let joined = ws.map(channels: 2 * hidden, like: x), first = joined.channels(0..<hidden)
         if m.isEmpty {
             cv1(x, into: first, ws)

@@ -5,9 +5,10 @@ import Tensor
 struct Conv: Layer {
     /// Its `state_dict` prefix, the name its output is observed by.
     let name: String
-    let weight: ConvWeights
-    /// The weights in 8 bits, for an int8 graph (ungrouped convolutions only).
-    let quantized: QuantizedConvWeights?
+    /// The weights as the kernel that runs them takes them.
+    let weights: Weights
+    /// [Cout, Cin / groups, kH, kW].
+    let shape: [Int]
     let bias: [Float]
     let parameters: Conv2DParameters
     let activation: Activation
@@ -20,8 +21,9 @@ struct Conv: Layer {
         }
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
-        (weight, bias) = (ConvWeights(w, parameters), b)
-        quantized = source.precision == .int8 && g == 1 && !plain ? QuantizedConvWeights(w) : nil
+        // An int8 graph quantizes its ungrouped convolutions but for the heads' plain outputs.
+        weights = source.precision == .int8 && g == 1 && !plain ? .int8(QuantizedConvWeights(w)) : .fp32(ConvWeights(w, parameters))
+        (shape, bias) = (w.shape, b)
         self.activation = plain ? .none : activation
         name = prefix
     }
@@ -44,12 +46,13 @@ struct Conv: Layer {
 
     /// The convolution into `y`, plus `residual` (the output's shape) added after the activation.
     func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
-        if let quantized {
-            quantizedConv2d(x, weight: quantized, bias: bias, parameters, activation: activation, residual: residual,
-                            into: y, scratch: ws.scratch)
-        } else {
+        switch weights {
+        case .fp32(let weight):
             conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual, into: y,
                    scratch: ws.scratch)
+        case .int8(let weight):
+            quantizedConv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual,
+                            into: y, scratch: ws.scratch)
         }
     }
 
@@ -63,11 +66,11 @@ struct Conv: Layer {
     /// A map of `ws` for this convolution's output on `x`.
     func output(_ x: Map, _ ws: Workspace) -> Map {
         let (h, w) = parameters.outputSize(h: x.height, w: x.width)
-        return ws.map(channels: weight.shape[0], height: h, width: w)
+        return ws.map(channels: channels, height: h, width: w)
     }
 
-    var channels: Int { weight.shape[0] }
-    var parameterCount: Int { weight.count + bias.count }
+    var channels: Int { shape[0] }
+    var parameterCount: Int { shape.reduce(1, *) + bias.count }
     func outputStride(_ inputStride: Int) -> Int { inputStride * parameters.strideH }
     func outputSize(height: Int, width: Int) -> Plane {
         let (h, w) = parameters.outputSize(h: height, w: width)
@@ -83,7 +86,15 @@ struct Conv: Layer {
 
     /// Multiply-adds × 2 for an output plane.
     func flops(_ output: Plane) -> Double {
-        2 * Double(channels * output.height * output.width) * Double(weight.shape[1] * weight.shape[2] * weight.shape[3])
+        2 * Double(channels * output.height * output.width) * Double(shape[1] * shape[2] * shape[3])
+    }
+}
+
+extension Conv {
+    /// Weights laid out for `conv2d`, or quantized for `quantizedConv2d` in an int8 graph.
+    enum Weights {
+        case fp32(ConvWeights)
+        case int8(QuantizedConvWeights)
     }
 }
 

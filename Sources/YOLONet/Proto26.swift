@@ -57,7 +57,7 @@ struct Proto26: Sendable {
         ws.release(c1)
         let c2 = cv2(upsampled, ws)
         ws.release(upsampled)
-        let out = ws.result(channels: cv3.weight.shape[0], height: c2.height, width: c2.width)
+        let out = ws.result(channels: cv3.channels, height: c2.height, width: c2.width)
         cv3(c2, into: out, ws)
         ws.release(c2)
         return out
