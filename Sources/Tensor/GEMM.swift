@@ -34,42 +34,49 @@ package struct Epilogue {
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int, width: Int,
                 in c: UnsafeMutablePointer<Float>) {
+        let (out, add) = (c + column, residual.map { $0 + column })
         if wideVectors && width % 16 == 0 {
-            finish(Vec16.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
+            finish(Vec16.self, rows: rows, sums: sums, ld: ld, c: out, ldc: ldc, width: width, residual: add)
         } else {
-            finish(Vec8.self, rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c)
+            finish(Vec8.self, rows: rows, sums: sums, ld: ld, c: out, ldc: ldc, width: width, residual: add)
         }
     }
 
-    /// One loop per activation and residual, in wrapping arithmetic: with the choices and the
-    /// overflow checks inside, the loop around SiLU has many more instructions.
     @inline(__always)
-    private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int,
-                                        column: Int, width: Int, in c: UnsafeMutablePointer<Float>) {
+    private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int,
+                                        c: UnsafeMutablePointer<Float>, ldc: Int, width: Int,
+                                        residual: UnsafePointer<Float>?) {
         switch activation {
-        case .none: finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in x }
-        case .silu: finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in silu(x) }
-        case .sigmoid:
-            finish(rows: rows, sums: sums, ld: ld, ldc: ldc, column: column, width: width, in: c) { (x: V) in sigmoid(x) }
+        case .none: finishRows(V.self, Identity.self, rows, sums, ld, c, ldc, width, residual)
+        case .silu: finishRows(V.self, SiLU.self, rows, sums, ld, c, ldc, width, residual)
+        case .sigmoid: finishRows(V.self, Sigmoid.self, rows, sums, ld, c, ldc, width, residual)
         }
     }
+}
 
-    @inline(__always)
-    private func finish<V: FloatVector>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, ldc: Int, column: Int,
-                                        width: Int, in c: UnsafeMutablePointer<Float>, _ f: (V) -> V) {
-        for row in rows {
-            let start = row &* ldc &+ column, from = sums + (row &- rows.lowerBound) &* ld
-            var i = 0
-            if let residual {
-                while i < width {
-                    c.store(f(from.vector(i)) + residual.vector(start &+ i), at: start &+ i)
-                    i &+= V.scalarCount
-                }
-            } else {
-                while i < width {
-                    c.store(f(from.vector(i)), at: start &+ i)
-                    i &+= V.scalarCount
-                }
+/// Rows `rows` of `c` (leading dimension `ldc`), `width` floats in vectors of `V`: F(sum), then
+/// + the residual (`c`'s layout), from the sums at `sums` (row `rows.lowerBound + i` at
+/// `sums + i · ld`). One loop per activation (a type: as a closure it could stay a call per
+/// vector) and residual, in wrapping arithmetic: with the choices and the overflow checks
+/// inside, the loop around SiLU has many more instructions. The epilogues of both GEMMs.
+@inline(__always)
+func finishRows<V: FloatVector, F: ActivationFunction>(_: V.Type, _: F.Type, _ rows: Range<Int>,
+                                                       _ sums: UnsafePointer<Float>, _ ld: Int,
+                                                       _ c: UnsafeMutablePointer<Float>, _ ldc: Int, _ width: Int,
+                                                       _ residual: UnsafePointer<Float>?) {
+    for row in rows {
+        let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
+        var i = 0
+        if let residual {
+            let add = residual + row &* ldc
+            while i < width {
+                out.store(F.apply(from.vector(i) as V) + add.vector(i), at: i)
+                i &+= V.scalarCount
+            }
+        } else {
+            while i < width {
+                out.store(F.apply(from.vector(i) as V), at: i)
+                i &+= V.scalarCount
             }
         }
     }

@@ -18,16 +18,16 @@ package struct Int8Epilogue {
 
     /// Rows `rows` of C (leading dimension `ldc`), `width` floats (a multiple of 8) from the
     /// sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`): activation, then +
-    /// the residual (C's layout). One loop per activation, as `Epilogue.finish`; SiLU and the
+    /// the residual (C's layout), by `finishRows` as `Epilogue.finish`; SiLU and the
     /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
     /// quantization already moves the sums by far more.
     @inline(never)
     func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                 width: Int, residual: UnsafePointer<Float>?) {
         switch activation {
-        case .none: finishRows(Identity.self, rows, sums, ld, c, ldc, width, residual)
-        case .silu: finishRows(SiLUByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
-        case .sigmoid: finishRows(SigmoidByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
+        case .none: finishRows(Vec8.self, Identity.self, rows, sums, ld, c, ldc, width, residual)
+        case .silu: finishRows(Vec8.self, SiLUByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
+        case .sigmoid: finishRows(Vec8.self, SigmoidByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
         }
     }
 
@@ -53,30 +53,6 @@ private enum SiLUByReciprocal: ActivationFunction {
 
 private enum SigmoidByReciprocal: ActivationFunction {
     @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { reciprocal(1 + exp(-v)) }
-}
-
-/// `Int8Epilogue.finish`'s loop for one activation `F` (a type: as a closure, it stayed a call
-/// per vector), in wrapping arithmetic.
-@inline(__always)
-private func finishRows<F: ActivationFunction>(_ f: F.Type, _ rows: Range<Int>, _ sums: UnsafePointer<Float>, _ ld: Int,
-                                        _ c: UnsafeMutablePointer<Float>, _ ldc: Int, _ width: Int,
-                                        _ residual: UnsafePointer<Float>?) {
-    for row in rows {
-        let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
-        var i = 0
-        if let residual {
-            let add = residual + row &* ldc
-            while i < width {
-                out.store(F.apply(from.vector(i) as Vec8) + add.vector(i), at: i)
-                i &+= 8
-            }
-        } else {
-            while i < width {
-                out.store(F.apply(from.vector(i) as Vec8), at: i)
-                i &+= 8
-            }
-        }
-    }
 }
 
 /// C = epilogue(A · B) in exact integer arithmetic, for A: M rows of signed 7-bit weights in
