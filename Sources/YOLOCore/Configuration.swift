@@ -1,4 +1,5 @@
 import Foundation
+import YOLONet
 
 /// The arithmetic of a model's convolutions, chosen when it loads.
 public enum YOLOPrecision: String, Sendable, Codable, CaseIterable {
@@ -8,6 +9,9 @@ public enum YOLOPrecision: String, Sendable, Codable, CaseIterable {
     /// convolution's input per tensor as it runs), the rest in floats: faster, with results
     /// close to fp32's (docs/PERFORMANCE.md has the accuracy).
     case int8
+
+    /// YOLONet's name for it.
+    package var graph: Precision { self == .int8 ? .int8 : .fp32 }
 }
 
 /// Prediction settings, with Ultralytics' defaults. A `YOLO` model reads its configuration at

@@ -60,7 +60,7 @@ public final class YOLO: Sendable {
         try CPU.checkTargetFeatures()
         try configuration.validate()
         do {
-            model = try Model(contentsOf: url, precision: precision == .int8 ? .int8 : .fp32)
+            model = try Model(contentsOf: url, precision: precision.graph)
         } catch {
             throw YOLOError.invalidModel(path: url.path, reason: (error as? LocalizedError)?.errorDescription ?? "\(error)")
         }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tensor
-import YOLONet
+import YOLOCore
 
 /// `yolo-bench conv`: one convolution at a time, on the kernels the models run (phase planes and
 /// the GEMM, Winograd, depthwise, SiLU epilogue), into a preallocated output as in a workspace:
@@ -19,7 +19,7 @@ struct ConvBench: ParsableCommand {
     var threads = "1,\(ProcessInfo.processInfo.activeProcessorCount)"
 
     @Option(help: "The arithmetic: fp32, or int8 (`quantizedConv2d`, ungrouped shapes only).")
-    var precision: Precision = .fp32
+    var precision: YOLOPrecision = .fp32
 
     @Option(help: "Timed repetitions per shape and thread count.")
     var iters = 30

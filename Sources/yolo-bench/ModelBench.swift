@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tensor
+import YOLOCore
 import YOLONet
 
 /// `yolo-bench --model yolo26n`: whole-model latency per thread count, then a per-layer table
@@ -19,8 +20,8 @@ struct ModelBench: ParsableCommand {
     @Option(help: "Untimed forward passes before each timed series.")
     var warmup = 10
 
-    @Option(help: "The convolutions' arithmetic: \(Precision.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var precision: Precision = .fp32
+    @Option(help: "The convolutions' arithmetic: \(YOLOPrecision.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var precision: YOLOPrecision = .fp32
 
     @Option(help: "Side of the square input image.")
     var imgsz = 640
@@ -50,14 +51,14 @@ struct ModelBench: ParsableCommand {
 
     func run() throws {
         let threadCounts = try parseThreads(threads)
-        let bench = try BenchModel(model, precision: precision)
+        let bench = try BenchModel(model, precision: precision.graph)
         let network = bench.network
         // Deterministic values in [0, 1) like a normalized image (Knuth's multiplicative hash).
         let pixels = network.inputChannels * imgsz * imgsz
         let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
                        scalars: (0..<pixels).map { Float($0 * 2_654_435_761 % 4096) / 4096 })
         try network.validate(input: x)
-        let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz, precision: precision == .int8 ? .int8 : .fp32) }
+        let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz, precision: precision) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
         let peaks = try threadCounts.map { ($0, try sgemmPeak(threads: $0)) }
         let setup = BenchSetup(
@@ -94,4 +95,4 @@ struct ModelBench: ParsableCommand {
     }
 }
 
-extension Precision: ExpressibleByArgument {}
+extension YOLOPrecision: ExpressibleByArgument {}
