@@ -64,11 +64,19 @@ package struct ActivationQuantization: Equatable {
         zero = min(max(Int32((-lo / scale).rounded()), 0), 255)
     }
 
-    /// 8 floats' bytes, in Int32 lanes (x · inverse rounded to nearest even, as the CPU rounds).
+    /// 8 pixels of 4 channels (`c.0` … `c.3`) as bytes, channel c's in bits 8c … 8c + 7 of each
+    /// pixel's UInt32: x · inverse rounded to nearest even (as the CPU rounds), + zero, clamped to
+    /// 0 … 255 by the saturating packs. 128-bit lanes pack separately, so each lane holds 4 pixels'
+    /// bytes channel-major, which one shuffle turns pixel-major.
     @inline(__always)
-    func quantize(_ x: Vec8, inverse: Float) -> __m256i {
-        let q = _mm256_add_epi32(_mm256_cvtps_epi32(unsafeBitCast(x * inverse, to: __m256.self)), _mm256_set1_epi32(zero))
-        return _mm256_min_epi32(_mm256_max_epi32(q, _mm256_setzero_si256()), _mm256_set1_epi32(255))
+    func pack(_ c: (Vec8, Vec8, Vec8, Vec8), inverse: Float) -> SIMD8<UInt32> {
+        func rounded(_ v: Vec8) -> __m256i { _mm256_cvtps_epi32(unsafeBitCast(v * inverse, to: __m256.self)) }
+        let zero = _mm256_set1_epi16(Int16(truncatingIfNeeded: self.zero))
+        let low = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.0), rounded(c.1)), zero)
+        let high = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.2), rounded(c.3)), zero)
+        let order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                     0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+        return unsafeBitCast(_mm256_shuffle_epi8(_mm256_packus_epi16(low, high), order), to: SIMD8<UInt32>.self)
     }
 }
 
@@ -150,36 +158,36 @@ struct QuantizedPlanes {
             let (py, y) = ((iy + p.padH) % p.strideH, (iy + p.padH) / p.strideH)
             guard y < height else { break }
             let row = first + iy * w, out = base + py * p.strideW * planeSize + y * width
+            let hw = h * w
             var ix = 0
+            // Whole groups of 8 pixels and 4 channels, stored whole (stride 1) or split by phase.
+            if present == 4 && p.strideW <= 2 {
+                let phase = out + p.padW % 2 * planeSize, other = out + (1 - p.padW % 2) * planeSize
+                while ix + 8 <= w && (ix + p.padW + p.strideW - 1) / p.strideW + 8 / p.strideW <= width {
+                    let c = row + ix
+                    let pixels = quantization.pack((c.vector(0), (c + hw).vector(0), (c + 2 * hw).vector(0),
+                                                    (c + 3 * hw).vector(0)), inverse: inverse)
+                    if p.strideW == 1 {
+                        UnsafeMutableRawPointer(out + ix + p.padW).storeBytes(of: pixels, as: SIMD8<UInt32>.self)
+                    } else {
+                        // Even columns to one phase, odd to the other (ix is even).
+                        UnsafeMutableRawPointer(phase + (ix + p.padW) / 2).storeBytes(of: pixels.evenHalf, as: SIMD4<UInt32>.self)
+                        UnsafeMutableRawPointer(other + (ix + p.padW + 1) / 2).storeBytes(of: pixels.oddHalf, as: SIMD4<UInt32>.self)
+                    }
+                    ix += 8
+                }
+            }
             while ix < w {
                 let n = min(8, w - ix)
-                // Channel c's byte in bits 8c … 8c + 7 of each pixel's UInt32.
-                var packed = _mm256_setzero_si256()
-                for c in 0..<4 {
-                    var v = Vec8()
-                    if c < present {
-                        if n == 8 {
-                            v = (row + c * h * w).vector(ix)
-                        } else {
-                            for i in 0..<n { v[i] = row[c * h * w + ix + i] }
-                        }
-                    }
-                    packed = _mm256_or_si256(packed, _mm256_slli_epi32(quantization.quantize(v, inverse: inverse), Int32(8 * c)))
+                let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(Int32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+                func load(_ c: Int) -> Vec8 {
+                    c < present ? unsafeBitCast(_mm256_maskload_ps(row + c * hw + ix, mask), to: Vec8.self) : Vec8()
                 }
-                let pixels = unsafeBitCast(packed, to: SIMD8<UInt32>.self), column = ix + p.padW
-                if n == 8 && p.strideW == 1 && column + 8 <= width {
-                    UnsafeMutableRawPointer(out + column).storeBytes(of: pixels, as: SIMD8<UInt32>.self)
-                } else if n == 8 && p.strideW == 2 && column / 2 + 4 < width {
-                    // Even lanes to one phase, odd lanes to the other.
-                    UnsafeMutableRawPointer(out + column % 2 * planeSize + column / 2)
-                        .storeBytes(of: pixels.evenHalf, as: SIMD4<UInt32>.self)
-                    UnsafeMutableRawPointer(out + (column + 1) % 2 * planeSize + (column + 1) / 2)
-                        .storeBytes(of: pixels.oddHalf, as: SIMD4<UInt32>.self)
-                } else {
-                    for i in 0..<n {
-                        let (px, xx) = ((column + i) % p.strideW, (column + i) / p.strideW)
-                        if xx < width { out[px * planeSize + xx] = pixels[i] }
-                    }
+                let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
+                for i in 0..<n {
+                    let column = ix + p.padW + i
+                    let (px, xx) = p.strideW == 1 ? (0, column) : (column % p.strideW, column / p.strideW)
+                    if xx < width { out[px * planeSize + xx] = pixels[i] }
                 }
                 ix += 8
             }
