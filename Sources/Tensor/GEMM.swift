@@ -46,36 +46,51 @@ package struct Epilogue {
     private func finish<V: FloatVector>(_: V.Type, rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int,
                                         c: UnsafeMutablePointer<Float>, ldc: Int, width: Int,
                                         residual: UnsafePointer<Float>?) {
+        var unseen = Unseen()
         switch activation {
-        case .none: finishRows(V.self, Identity.self, rows, sums, ld, c, ldc, width, residual)
-        case .silu: finishRows(V.self, SiLU.self, rows, sums, ld, c, ldc, width, residual)
-        case .sigmoid: finishRows(V.self, Sigmoid.self, rows, sums, ld, c, ldc, width, residual)
+        case .none: finishRows(V.self, Identity.self, rows, sums, ld, c, ldc, width, residual, &unseen)
+        case .silu: finishRows(V.self, SiLU.self, rows, sums, ld, c, ldc, width, residual, &unseen)
+        case .sigmoid: finishRows(V.self, Sigmoid.self, rows, sums, ld, c, ldc, width, residual, &unseen)
         }
     }
+}
+
+/// What sees each vector `finishRows` stores, in registers (`Bounds`, the int8 GEMM's), or nothing.
+protocol StoreObserver {
+    mutating func add<V: FloatVector>(_ v: V)
+}
+
+struct Unseen: StoreObserver {
+    @inline(__always) func add<V: FloatVector>(_ v: V) {}
 }
 
 /// Rows `rows` of `c` (leading dimension `ldc`), `width` floats in vectors of `V`: F(sum), then
 /// + the residual (`c`'s layout), from the sums at `sums` (row `rows.lowerBound + i` at
 /// `sums + i · ld`). One loop per activation (a type: as a closure it could stay a call per
 /// vector) and residual, in wrapping arithmetic: with the choices and the overflow checks
-/// inside, the loop around SiLU has many more instructions. The epilogues of both GEMMs.
+/// inside, the loop around SiLU has many more instructions. The epilogues of both GEMMs; each
+/// vector stored is also given to `seen`.
 @inline(__always)
-func finishRows<V: FloatVector, F: ActivationFunction>(_: V.Type, _: F.Type, _ rows: Range<Int>,
-                                                       _ sums: UnsafePointer<Float>, _ ld: Int,
-                                                       _ c: UnsafeMutablePointer<Float>, _ ldc: Int, _ width: Int,
-                                                       _ residual: UnsafePointer<Float>?) {
+func finishRows<V: FloatVector, F: ActivationFunction, O: StoreObserver>(
+    _: V.Type, _: F.Type, _ rows: Range<Int>, _ sums: UnsafePointer<Float>, _ ld: Int, _ c: UnsafeMutablePointer<Float>,
+    _ ldc: Int, _ width: Int, _ residual: UnsafePointer<Float>?, _ seen: inout O
+) {
     for row in rows {
         let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
         var i = 0
         if let residual {
             let add = residual + row &* ldc
             while i < width {
-                out.store(F.apply(from.vector(i) as V) + add.vector(i), at: i)
+                let v = F.apply(from.vector(i) as V) + add.vector(i)
+                out.store(v, at: i)
+                seen.add(v)
                 i &+= V.scalarCount
             }
         } else {
             while i < width {
-                out.store(F.apply(from.vector(i) as V), at: i)
+                let v = F.apply(from.vector(i) as V)
+                out.store(v, at: i)
+                seen.add(v)
                 i &+= V.scalarCount
             }
         }
@@ -234,25 +249,41 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
 }
 
 /// Rows `rows` of a strip staged at `staged` (`width` floats a row, grid column `columns.lowerBound`
-/// first) copied to C's columns, plus the residual (C's layout): grid column g is C's column
-/// g / stride · length + g % stride, and grid columns with g % stride ≥ length are dropped.
+/// first) copied to C's columns, plus the residual (C's layout), by `forEachRun`.
 @inline(__always)
 func copyRuns(_ staged: UnsafePointer<Float>, width: Int, rows: Range<Int>, columns: Range<Int>,
               runs: (length: Int, stride: Int), to c: UnsafeMutablePointer<Float>, ldc: Int,
               residual: UnsafePointer<Float>?) {
-    var g = columns.lowerBound
-    while g < columns.upperBound {
-        let x = g % runs.stride
-        guard x < runs.length else {
-            g += runs.stride - x
-            continue
-        }
-        let count = min(runs.length - x, columns.upperBound - g), column = g / runs.stride * runs.length + x
+    for (g, count, column) in RunPieces(columns: columns, runs: runs) {
         for r in rows {
             copy(staged + (r - rows.lowerBound) * width + g - columns.lowerBound, count, to: c + r * ldc + column,
                  adding: residual.map { $0 + r * ldc + column })
         }
-        g += count
+    }
+}
+
+/// The pieces of grid columns `columns` within one run each: grid columns g ..< g + count are C's
+/// columns column ..< column + count. Grid column g is C's column g / stride · length + g % stride,
+/// and grid columns with g % stride ≥ length are dropped.
+struct RunPieces: Sequence, IteratorProtocol {
+    private var g: Int
+    private let end: Int, runs: (length: Int, stride: Int)
+
+    init(columns: Range<Int>, runs: (length: Int, stride: Int)) { (g, end, self.runs) = (columns.lowerBound, columns.upperBound, runs) }
+
+    @inline(__always)
+    mutating func next() -> (g: Int, count: Int, column: Int)? {
+        while g < end {
+            let x = g % runs.stride
+            guard x < runs.length else {
+                g += runs.stride - x
+                continue
+            }
+            let count = Swift.min(runs.length - x, end - g)
+            defer { g += count }
+            return (g, count, g / runs.stride * runs.length + x)
+        }
+        return nil
     }
 }
 

@@ -21,21 +21,24 @@ package struct Int8Epilogue {
     /// the residual (C's layout), by `finishRows` as `Epilogue.finish`; SiLU and the
     /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
     /// quantization already moves the sums by far more.
+    /// Each vector stored also goes to `seen`.
     @inline(never)
-    func finish(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
-                width: Int, residual: UnsafePointer<Float>?) {
+    func finish<O: StoreObserver>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>,
+                                  ldc: Int, width: Int, residual: UnsafePointer<Float>?, _ seen: inout O) {
         switch activation {
-        case .none: finishRows(Vec8.self, Identity.self, rows, sums, ld, c, ldc, width, residual)
-        case .silu: finishRows(Vec8.self, SiLUByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
-        case .sigmoid: finishRows(Vec8.self, SigmoidByReciprocal.self, rows, sums, ld, c, ldc, width, residual)
+        case .none: finishRows(Vec8.self, Identity.self, rows, sums, ld, c, ldc, width, residual, &seen)
+        case .silu: finishRows(Vec8.self, SiLUByReciprocal.self, rows, sums, ld, c, ldc, width, residual, &seen)
+        case .sigmoid: finishRows(Vec8.self, SigmoidByReciprocal.self, rows, sums, ld, c, ldc, width, residual, &seen)
         }
     }
 
-    /// Row `row`'s 8 sums as floats with the bias, before the activation, at `c`.
+    /// Row `row`'s 8 sums as floats with the bias, before the activation, at `c`, and to `seen`.
     @inline(__always)
-    func store(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>) {
+    func store<O: StoreObserver>(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>, _ seen: inout O) {
         let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
-        c.store(unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row], at: 0)
+        let v = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
+        c.store(v, at: 0)
+        seen.add(v)
     }
 }
 
@@ -71,34 +74,78 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// adds the pairs into the Int32 sums. A strip within one run of C is finished straight into C;
 /// one across runs (or past the end) into `staging`, then copied in pieces. `staging` holds
 /// 128 floats: that strip's tile, and a tile's sums while the activation and residual finish them.
+/// The floats stored in C widen `extent` (8 lower bounds, then 8 upper, lane by lane, by
+/// `vminps` and `vmaxps` as `quantizedConv2d`'s range pass), taken in registers as they are
+/// stored, so that the next convolution need not find its input's range.
 package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
-                      residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>) {
-    func strip<C: Int8Columns>(_: C.Type, at q: Int) {
+                      residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,
+                      extent: UnsafeMutablePointer<Float>) {
+    var bounds = Bounds(UnsafePointer(extent))
+    func strip<C: Int8Columns>(_: C.Type, at q: Int, _ bounds: inout Bounds) {
         let x = q % runs.stride
         let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
         let start = q / runs.stride * runs.length + x
+        var unseen = Unseen()
         for first in stride(from: 0, to: m, by: 4) {
             let count = min(4, m - first)
             if direct {
                 int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
-                         c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue, staging: staging + 64)
+                         c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue, staging: staging + 64,
+                         &bounds)
                 continue
             }
             int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
-                     c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64)
-            copyRuns(staging, width: C.width, rows: first..<(first + count), columns: q..<min(q + C.width, columns.upperBound),
-                     runs: runs, to: c, ldc: ldc, residual: residual)
+                     c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64, &unseen)
+            let piece = q..<min(q + C.width, columns.upperBound)
+            copyRuns(staging, width: C.width, rows: first..<(first + count), columns: piece, runs: runs, to: c, ldc: ldc,
+                     residual: residual)
+            for (g, n, column) in RunPieces(columns: piece, runs: runs) {
+                for r in first..<(first + count) {
+                    bounds.widen(by: staging + (r - first) * C.width + g - q, plus: residual.map { $0 + r * ldc + column }, count: n)
+                }
+            }
         }
     }
     var q = columns.lowerBound
     while q + 16 <= columns.upperBound {
-        strip(Int8Columns16.self, at: q)
+        strip(Int8Columns16.self, at: q, &bounds)
         q += 16
     }
     while q < columns.upperBound {
-        strip(Int8Columns8.self, at: q)
+        strip(Int8Columns8.self, at: q, &bounds)
         q += 8
+    }
+    UnsafeMutableRawPointer(extent).storeBytes(of: bounds.lo, as: __m256.self)
+    UnsafeMutableRawPointer(extent + 8).storeBytes(of: bounds.hi, as: __m256.self)
+}
+
+/// Lane-wise bounds of the floats `int8GEMM` stores, kept in registers.
+struct Bounds: StoreObserver {
+    var lo: __m256, hi: __m256
+
+    init(_ extent: UnsafePointer<Float>) {
+        (lo, hi) = (UnsafeRawPointer(extent).loadUnaligned(as: __m256.self), UnsafeRawPointer(extent + 8).loadUnaligned(as: __m256.self))
+    }
+
+    /// x[i] + residual[i] for i < count into the bounds, as `copy` adds them (the last vector
+    /// overlapping the one before).
+    @inline(__always)
+    mutating func widen(by x: UnsafePointer<Float>, plus residual: UnsafePointer<Float>?, count: Int) {
+        @inline(__always) func value(_ i: Int) -> Vec8 { x.vector(i) + (residual?.vector(i) ?? Vec8()) }
+        guard count >= 8 else {
+            for i in 0..<count { add(Vec8(repeating: x[i] + (residual?[i] ?? 0))) }
+            return
+        }
+        for i in stride(from: 0, to: count - 8, by: 8) { add(value(i)) }
+        add(value(count - 8))
+    }
+
+    /// Lanes of an 8-float vector (the int8 epilogue's).
+    @inline(__always)
+    mutating func add<V: FloatVector>(_ v: V) {
+        let x = unsafeBitCast(v, to: __m256.self)
+        (lo, hi) = (_mm256_min_ps(lo, x), _mm256_max_ps(hi, x))
     }
 }
 
@@ -109,8 +156,8 @@ protocol Int8Columns {
     /// self += the products of `weights` (4 bytes broadcast) with `b`'s columns, 4 bytes each.
     mutating func add(_ weights: __m256i, times b: Self)
     init(loading p: UnsafePointer<UInt32>)
-    /// Row `row`'s sums as floats with the bias, at `c`.
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue)
+    /// Row `row`'s sums as floats with the bias, at `c`, each vector also to `seen`.
+    func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O)
 }
 
 /// `a` (u8 × 4 per lane) · `w` (s8 × 4, the same in every lane) summed per lane into Int32s.
@@ -137,9 +184,9 @@ struct Int8Columns16: Int8Columns {
     }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) {
-        epilogue.store(v0, row: row, at: c)
-        epilogue.store(v1, row: row, at: c + 8)
+    func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O) {
+        epilogue.store(v0, row: row, at: c, &seen)
+        epilogue.store(v1, row: row, at: c + 8, &seen)
     }
 }
 
@@ -155,19 +202,23 @@ struct Int8Columns8: Int8Columns {
     mutating func add(_ weights: __m256i, times b: Self) { v0 = _mm256_add_epi32(v0, dot4(b.v0, weights)) }
 
     @inline(__always)
-    func store(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue) { epilogue.store(v0, row: row, at: c) }
+    func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O) {
+        epilogue.store(v0, row: row, at: c, &seen)
+    }
 }
 
 /// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
 /// C (and of the residual) from the panel at `a`, columns 0 ..< C.width from `b` + each step's
 /// row offset. With an activation or a residual, the sums go to `staging` (64 floats, in L1) and
 /// `Int8Epilogue.finish` takes them to C in one call a tile: called per row, the activation's
-/// constants and the call's spills cost more than the products of a short reduction.
+/// constants and the call's spills cost more than the products of a short reduction. The
+/// values stored in C go to `seen`.
 @inline(__always)
-func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>,
-                              rows: UnsafePointer<Int>, first: Int, count: Int, c: UnsafeMutablePointer<Float>,
-                              ldc: Int, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue,
-                              staging: UnsafeMutablePointer<Float>) {
+func int8Tile<C: Int8Columns, O: StoreObserver>(
+    _: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>, first: Int,
+    count: Int, c: UnsafeMutablePointer<Float>, ldc: Int, residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue,
+    staging: UnsafeMutablePointer<Float>, _ seen: inout O
+) {
     var r0 = C(), r1 = C(), r2 = C(), r3 = C()
     let w = UnsafeRawPointer(a)
     for i in 0..<steps {
@@ -177,16 +228,21 @@ func int8Tile<C: Int8Columns>(_: C.Type, a: UnsafePointer<UInt32>, steps: Int, b
         r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
         r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
     }
-    let staged = epilogue.activation != .none || residual != nil
-    let (out, ld) = staged ? (staging - first * C.width, C.width) : (c, ldc)
-    r0.store(row: first, at: out + first * ld, epilogue)
-    if count > 1 { r1.store(row: first + 1, at: out + (first + 1) * ld, epilogue) }
-    if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * ld, epilogue) }
-    if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * ld, epilogue) }
-    if staged {
-        epilogue.finish(rows: first..<(first + count), sums: staging, ld: C.width, c: c, ldc: ldc, width: C.width,
-                        residual: residual)
+    guard epilogue.activation != .none || residual != nil else {
+        r0.store(row: first, at: c + first * ldc, epilogue, &seen)
+        if count > 1 { r1.store(row: first + 1, at: c + (first + 1) * ldc, epilogue, &seen) }
+        if count > 2 { r2.store(row: first + 2, at: c + (first + 2) * ldc, epilogue, &seen) }
+        if count > 3 { r3.store(row: first + 3, at: c + (first + 3) * ldc, epilogue, &seen) }
+        return
     }
+    let out = staging - first * C.width
+    var unseen = Unseen()
+    r0.store(row: first, at: out + first * C.width, epilogue, &unseen)
+    if count > 1 { r1.store(row: first + 1, at: out + (first + 1) * C.width, epilogue, &unseen) }
+    if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * C.width, epilogue, &unseen) }
+    if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * C.width, epilogue, &unseen) }
+    epilogue.finish(rows: first..<(first + count), sums: staging, ld: C.width, c: c, ldc: ldc, width: C.width,
+                    residual: residual, &seen)
 }
 
 extension Reference {

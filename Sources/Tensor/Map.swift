@@ -3,9 +3,21 @@
 package struct Map {
     package let base: UnsafeMutablePointer<Float>
     package let channels: Int, height: Int, width: Int
+    /// Bounds of its floats, when the code that wrote them measured them (an int8 convolution
+    /// does, as it stores them) and set them on this value: an int8 convolution reading it then
+    /// skips its range pass. nil: unknown. A value derived from this one (`channels(_:)`, a new
+    /// `Map`) has none, so a range set once never outlives a write into the memory.
+    package var range: ValueRange?
 
     package init(_ base: UnsafeMutablePointer<Float>, channels: Int, height: Int, width: Int) {
         (self.base, self.channels, self.height, self.width) = (base, channels, height, width)
+    }
+
+    /// This map with `range` as its floats' bounds.
+    package func bounded(by range: ValueRange?) -> Map {
+        var map = self
+        map.range = range
+        return map
     }
 
     package var plane: Int { height * width }
@@ -26,6 +38,19 @@ package struct Map {
     package func write(to y: Map) {
         precondition(count == y.count, "write: \(count) scalars into \(y.count)")
         copy(base, y.base, count: count)
+    }
+}
+
+/// The smallest and largest of a map's floats, or bounds of them.
+package struct ValueRange: Equatable, Sendable {
+    package var lower: Float, upper: Float
+
+    package init(lower: Float, upper: Float) { (self.lower, self.upper) = (lower, upper) }
+
+    /// Bounds of both maps' floats (a concatenation's); nil if either is unknown.
+    package static func union(_ a: ValueRange?, _ b: ValueRange?) -> ValueRange? {
+        guard let a, let b else { return nil }
+        return ValueRange(lower: min(a.lower, b.lower), upper: max(a.upper, b.upper))
     }
 }
 

@@ -199,12 +199,14 @@ struct QuantizedPlanes {
 /// quantized per tensor (`ActivationQuantization`, from its range), the weights per output
 /// channel (`QuantizedConvWeights`), their products summed exactly in Int32 (`int8GEMM`), then
 /// scaled back to floats with the bias and activation; residual and y [Cout, Ho, Wo] in floats.
-/// Ungrouped convolutions only.
+/// Ungrouped convolutions only. Returns y's range, measured as y is stored: given to the next
+/// convolution as its input's `Map.range`, it spares that one the pass over its input.
 ///
-/// Threads find the input's range a range of it each, quantize a block of rows of a quad of
-/// channels at a time, then take ranges of the grid's columns.
+/// Threads find the input's range a range of it each (unless `x.range` has it), quantize a
+/// block of rows of a quad of channels at a time, then take ranges of the grid's columns.
+@discardableResult
 package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
-                             activation: Activation = .none, residual: Map? = nil, into y: Map, scratch: Scratch) {
+                             activation: Activation = .none, residual: Map? = nil, into y: Map, scratch: Scratch) -> ValueRange {
     let cout = weight.shape[0]
     precondition(p.groups == 1 && weight.shape[1] == x.channels && weight.shape[2] == p.kernelH
                  && weight.shape[3] == p.kernelW, "quantizedConv2d: weight \(weight.shape) does not fit \(x.channels) input channels with \(p)")
@@ -221,16 +223,19 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     let workers = min(threads, parts.count), ranges = Parallel.ranges(x.count, parts: 4 * threads, align: 64)
     // Blocks of about 64 K input floats, at least a block a thread.
     let blocks = max(threads, x.count / (1 << 16)) / planes.quads + 1, blockRows = (x.height + blocks - 1) / blocks
-    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 128 + 2 * ranges.count,
+    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 144 + 2 * ranges.count,
                                       ints: weight.steps)
     let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
     let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
-    let staging = scales + 2 * cout, extremes = staging + workers * 128
+    let staging = scales + 2 * cout, extents = staging + workers * 128, extremes = extents + workers * 16
     let xa = Address(x.base)
-    Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, ranges: ranges, into: Address(extremes)))
-    var (lo, hi) = (extremes[0], extremes[1])
-    for i in 1..<ranges.count { (lo, hi) = (min(lo, extremes[2 * i]), max(hi, extremes[2 * i + 1])) }
-    let quantization = ActivationQuantization(minimum: lo, maximum: hi)
+    let range = x.range ?? {
+        Parallel.forEach(ranges.count, threads: threads, Extremes(x: xa, ranges: ranges, into: Address(extremes)))
+        var (lo, hi) = (extremes[0], extremes[1])
+        for i in 1..<ranges.count { (lo, hi) = (min(lo, extremes[2 * i]), max(hi, extremes[2 * i + 1])) }
+        return ValueRange(lower: lo, upper: hi)
+    }()
+    let quantization = ActivationQuantization(minimum: range.lower, maximum: range.upper)
     let rowBlocks = (x.height + blockRows - 1) / blockRows
     Parallel.forEach(planes.quads * rowBlocks, threads: threads, Quantize(
         x: xa, channels: x.channels, height: x.height, width: x.width, blockRows: blockRows, rowBlocks: rowBlocks,
@@ -239,6 +244,10 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
         scales[o] = quantization.scale * weight.scales[o]
         offsets[o] = quantization.zero &* weight.sums[o]
     }
+    for t in 0..<workers {
+        (extents + 16 * t).initialize(repeating: .infinity, count: 8)
+        (extents + 16 * t + 8).initialize(repeating: -.infinity, count: 8)
+    }
     planes.rowOffsets(into: rows)
     weight.values.withUnsafeBufferPointer { wb in
     bias.withUnsafeBufferPointer { bb in
@@ -246,9 +255,14 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
             weight: Address(wb.baseAddress!), steps: weight.steps, b: Address(bytes), rows: Address(rows),
             scales: Address(scales), offsets: Address(offsets), bias: Address(bb.baseAddress!), activation: activation,
             y: Address(y.base), residual: residual.map { Address($0.base) }, staging: Address(staging),
-            cout: cout, parts: parts, width: planes.width, plane: ho * wo, wo: wo))
+            extents: Address(extents), cout: cout, parts: parts, width: planes.width, plane: ho * wo, wo: wo))
     }
     }
+    var output = ValueRange(lower: .infinity, upper: -.infinity)
+    for i in 0..<(8 * workers) {
+        (output.lower, output.upper) = (min(output.lower, extents[i / 8 * 16 + i % 8]), max(output.upper, extents[i / 8 * 16 + 8 + i % 8]))
+    }
+    return output
 }
 
 /// The smallest and largest float of each range of the input, into `into[2i]`, `into[2i + 1]`.
@@ -288,14 +302,14 @@ private struct Quantize: ParallelWork {
 private struct QuantizedConvParts: ParallelWork {
     let weight: Address<UInt32>, steps: Int, b: Address<UInt32>, rows: Address<Int>
     let scales: Address<Float>, offsets: Address<Int32>, bias: Address<Float>, activation: Activation
-    let y: Address<Float>, residual: Address<Float>?, staging: Address<Float>
+    let y: Address<Float>, residual: Address<Float>?, staging: Address<Float>, extents: Address<Float>
     let cout: Int, parts: Partition, width: Int, plane: Int, wo: Int
 
     func run(part: Int, thread t: Int) {
         int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer, rows: rows.pointer, columns: parts[part],
                  runs: (wo, width), c: y.pointer, ldc: plane, residual: residual.map { UnsafePointer($0.pointer) },
                  Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation),
-                 staging: staging.pointer + t * 128)
+                 staging: staging.pointer + t * 128, extent: extents.pointer + t * 16)
     }
 }
 

@@ -22,7 +22,8 @@ struct Attention: Sendable {
     }
 
     /// attention(x) + residual into y.
-    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
+    /// Returns `y` as proj returns it (`Conv.callAsFunction`).
+    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) -> Map {
         let (c, n) = (x.channels, x.plane)
         // qkv: [heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
         let qkv = qkv(x, ws), out = ws.map(channels: c, like: x), v = ws.map(channels: c, like: x)
@@ -33,11 +34,12 @@ struct Attention: Sendable {
         for h in 0..<heads { qkv.channels((h * rows + 2 * keyDim)..<((h + 1) * rows)).write(to: v.channels((h * headDim)..<((h + 1) * headDim))) }
         let encoded = ws.map(channels: c, like: x)
         pe(v, into: encoded, residual: out, ws)
-        proj(encoded, into: y, residual: residual, ws)
+        let result = proj(encoded, into: y, residual: residual, ws)
         ws.release(encoded)
         ws.release(v)
         ws.release(out)
         ws.release(qkv)
+        return result
     }
 
     /// qᵀk ([N, keyDim] · [keyDim, N]) and v·attnᵀ ([headDim, N] · [N, N]) for every head.
@@ -62,14 +64,15 @@ struct PSABlock: Sendable {
     var convs: [Conv] { [attn.qkv, attn.proj, attn.pe, ffn0, ffn1] }
 
     /// y may be x: x is last read before y is written.
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
-        let a = ws.map(channels: x.channels, like: x)
-        attn(x, into: a, residual: x, ws)
+    /// Returns `y` as ffn1 returns it (`Conv.callAsFunction`); y may be x.
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
+        let a = attn(x, into: ws.map(channels: x.channels, like: x), residual: x, ws)
         let f = ffn0(a, ws)
         ws.observe(ffn0.name, f)
-        ffn1(f, into: y, residual: a, ws)
+        let out = ffn1(f, into: y, residual: a, ws)
         ws.release(f)
         ws.release(a)
+        return out
     }
 }
 
@@ -108,14 +111,16 @@ struct C2PSA: Layer {
 
     /// The blocks run in place on the second half of cv1's output, which is cv2's input.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
-        let ab = cv1(input(0), ws), b = ab.channels(hidden..<(2 * hidden))
+        let ab = cv1(input(0), ws)
         ws.observe(cv1.name, ab)
+        // The blocks rewrite b in place: cv1's range still bounds a, the last block's bounds b.
+        var b = ab.channels(hidden..<(2 * hidden)).bounded(by: ab.range)
         for block in m {
-            block(b, into: b, ws)
+            b = block(b, into: b, ws)
             ws.observe(block.name, b)
         }
-        cv2(ab, into: y!, ws)
+        let out = cv2(ab.bounded(by: .union(ab.range, b.range)), into: y!, ws)
         ws.release(ab)
-        return y!
+        return out
     }
 }

@@ -18,11 +18,13 @@ struct Bottleneck: Sendable {
 
     var convs: [Conv] { [cv1, cv2] }
 
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+    /// Returns `y` as cv2 returns it (`Conv.callAsFunction`).
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
         let t = cv1(x, ws)
         ws.observe(cv1.name, t)
-        cv2(t, into: y, residual: residual ? x : nil, ws)
+        let out = cv2(t, into: y, residual: residual ? x : nil, ws)
         ws.release(t)
+        return out
     }
 }
 
@@ -45,28 +47,29 @@ struct C3k: Sendable {
     var convs: [Conv] { [cv1, cv2, cv3] + m.flatMap(\.convs) }
 
     /// The blocks' last output and cv2(x) are written into the halves of cv3's input.
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
         let hidden = cv1.channels
-        let joined = ws.map(channels: 2 * hidden, like: x), first = joined.channels(0..<hidden)
+        let joined = ws.map(channels: 2 * hidden, like: x)
+        var first = joined.channels(0..<hidden)
         if m.isEmpty {
-            cv1(x, into: first, ws)
+            first = cv1(x, into: first, ws)
             ws.observe(cv1.name, first)
         } else {
             var a = cv1(x, ws)
             ws.observe(cv1.name, a)
             for (j, block) in m.enumerated() {
-                let next = j == m.count - 1 ? first : ws.map(channels: hidden, like: x)
-                block(a, into: next, ws)
+                let next = block(a, into: j == m.count - 1 ? first : ws.map(channels: hidden, like: x), ws)
                 ws.observe(block.name, next)
                 ws.release(a)
                 a = next
             }
+            first = a
         }
-        let second = joined.channels(hidden..<(2 * hidden))
-        cv2(x, into: second, ws)
+        let second = cv2(x, into: joined.channels(hidden..<(2 * hidden)), ws)
         ws.observe(cv2.name, second)
-        cv3(joined, into: y, ws)
+        let out = cv3(joined.bounded(by: .union(first.range, second.range)), into: y, ws)
         ws.release(joined)
+        return out
     }
 }
 
@@ -95,16 +98,17 @@ struct C3k2: Layer {
             }
         }
 
-        func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) {
+        /// Returns `y` with its range as its last convolution measured it.
+        func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
             switch self {
-            case .bottleneck(let b): b(x, into: y, ws)
-            case .c3k(let c): c(x, into: y, ws)
+            case .bottleneck(let b): return b(x, into: y, ws)
+            case .c3k(let c): return c(x, into: y, ws)
             case .attention(let b, let psa, _):
-                let t = ws.map(channels: y.channels, like: y)
-                b(x, into: t, ws)
+                let t = b(x, into: ws.map(channels: y.channels, like: y), ws)
                 ws.observe(b.name, t)
-                psa(t, into: y, ws)
+                let out = psa(t, into: y, ws)
                 ws.release(t)
+                return out
             }
         }
     }
@@ -159,19 +163,20 @@ struct C3k2: Layer {
     /// The output goes into `y` when given, else into a map of `ws` allocated once the blocks are
     /// done; x is released after cv1 when `consuming` (this is its last reader): the block then
     /// holds its input, pieces and output at different times, which lowers yolo26n's peak.
+    /// Each piece's range bounds the next block's input, and together they bound cv2's.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         let x = input(0)
         let pieces = ws.map(channels: (2 + m.count) * hidden, like: x)
-        cv1(x, into: pieces.channels(0..<(2 * hidden)), ws)
-        ws.observe(cv1.name, pieces.channels(0..<(2 * hidden)))
+        let head = cv1(x, into: pieces.channels(0..<(2 * hidden)), ws)
+        ws.observe(cv1.name, head)
         if consuming { ws.release(x) }
+        var last = pieces.channels(hidden..<(2 * hidden)).bounded(by: head.range), range = head.range
         for (j, block) in m.enumerated() {
-            let out = pieces.channels((2 + j) * hidden..<((3 + j) * hidden))
-            block(pieces.channels((1 + j) * hidden..<((2 + j) * hidden)), into: out, ws)
-            ws.observe(block.name, out)
+            last = block(last, into: pieces.channels((2 + j) * hidden..<((3 + j) * hidden)), ws)
+            ws.observe(block.name, last)
+            range = .union(range, last.range)
         }
-        let out = y ?? cv2.output(pieces, ws)
-        cv2(pieces, into: out, ws)
+        let out = cv2(pieces.bounded(by: range), into: y ?? cv2.output(pieces, ws), ws)
         ws.release(pieces)
         return out
     }

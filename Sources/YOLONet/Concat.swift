@@ -20,12 +20,13 @@ struct Concat: Layer {
     func flops(inputs: [Plane], output: Plane) -> Double { 0 }
 
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
-        var channel = 0
+        var channel = 0, range = input(0).range
         for k in 0..<count {
             let part = input(k), destination = y!.channels(channel..<(channel + part.channels))
             if part.base != destination.base { part.write(to: destination) }
             channel += part.channels
+            range = .union(range, part.range)
         }
-        return y!
+        return y!.bounded(by: range)
     }
 }

@@ -45,23 +45,22 @@ struct Conv: Layer {
     }
 
     /// The convolution into `y`, plus `residual` (the output's shape) added after the activation.
-    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) {
+    /// Returns `y` with its range when int8 measured it (`Map.range`): pass that value on.
+    @discardableResult
+    func callAsFunction(_ x: Map, into y: Map, residual: Map? = nil, _ ws: Workspace) -> Map {
         switch weights {
         case .fp32(let weight):
             conv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual, into: y,
                    scratch: ws.scratch)
+            return y.bounded(by: nil)
         case .int8(let weight):
-            quantizedConv2d(x, weight: weight, bias: bias, parameters, activation: activation, residual: residual,
-                            into: y, scratch: ws.scratch)
+            return y.bounded(by: quantizedConv2d(x, weight: weight, bias: bias, parameters, activation: activation,
+                                                 residual: residual, into: y, scratch: ws.scratch))
         }
     }
 
     /// The convolution into a new map of `ws`.
-    func callAsFunction(_ x: Map, _ ws: Workspace) -> Map {
-        let y = output(x, ws)
-        self(x, into: y, ws)
-        return y
-    }
+    func callAsFunction(_ x: Map, _ ws: Workspace) -> Map { self(x, into: output(x, ws), ws) }
 
     /// A map of `ws` for this convolution's output on `x`.
     func output(_ x: Map, _ ws: Workspace) -> Map {
@@ -79,7 +78,6 @@ struct Conv: Layer {
 
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         self(input(0), into: y!, ws)
-        return y!
     }
 
     func flops(inputs: [Plane], output: Plane) -> Double { flops(output) }

@@ -35,14 +35,15 @@ struct SPPF: Layer {
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         let (x, y, hidden) = (input(0), y!, cv1.channels)
         let pieces = ws.map(channels: (n + 1) * hidden, like: x)
-        cv1(x, into: pieces.channels(0..<hidden), ws)
-        ws.observe(cv1.name, pieces.channels(0..<hidden))
+        let first = cv1(x, into: pieces.channels(0..<hidden), ws)
+        ws.observe(cv1.name, first)
         for j in 0..<n {
             maxPool2d(pieces.channels(j * hidden..<((j + 1) * hidden)), kernel: k, stride: 1, padding: k / 2,
                       into: pieces.channels((j + 1) * hidden..<((j + 2) * hidden)), scratch: ws.scratch)
         }
-        cv2(pieces, into: y, residual: residual ? x : nil, ws)
+        // A max pool's outputs are among its inputs, so cv1's range bounds all the pieces.
+        let out = cv2(pieces.bounded(by: first.range), into: y, residual: residual ? x : nil, ws)
         ws.release(pieces)
-        return y
+        return out
     }
 }

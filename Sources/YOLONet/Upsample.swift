@@ -22,6 +22,6 @@ struct Upsample: Layer {
 
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         upsampleNearest(input(0), scale: scale, into: y!)
-        return y!
+        return y!.bounded(by: input(0).range)
     }
 }

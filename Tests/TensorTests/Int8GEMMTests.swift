@@ -31,11 +31,15 @@ final class Int8GEMMTests: XCTestCase {
         let kept = (0..<n).filter { $0 % stride < length }, ldc = kept.count + 3
         let res = (0..<(m * ldc)).map { _ in residual ? Float.random(in: -1...1, using: &g) : 0 }
         var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 128)
+        var extent = Self.emptyExtent
         c.withUnsafeMutableBufferPointer { pc in
             int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (length, stride), c: pc.baseAddress!,
                      ldc: ldc, residual: residual ? res : nil,
-                     Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none), staging: &staging)
+                     Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none), staging: &staging,
+                     extent: &extent)
         }
+        let written = (0..<m).flatMap { r in c[(r * ldc)..<(r * ldc + kept.count)] }
+        checkExtent(extent, of: written, "m \(m) steps \(steps) n \(n) runs \(length)/\(stride)", file: file, line: line)
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for r in 0..<m {
             for (out, q) in kept.enumerated() {
@@ -49,6 +53,16 @@ final class Int8GEMMTests: XCTestCase {
                 return XCTFail("m \(m) n \(n): C[\(r), \(out)] past the last column written", file: file, line: line)
             }
         }
+    }
+
+    /// 8 lower bounds at +∞, then 8 upper at −∞.
+    private static let emptyExtent = [Float](repeating: .infinity, count: 8) + [Float](repeating: -.infinity, count: 8)
+
+    /// The extent's lanes bound exactly the floats written.
+    private func checkExtent(_ extent: [Float], of written: [Float], _ what: String, file: StaticString = #filePath,
+                             line: UInt = #line) {
+        XCTAssertEqual(extent[..<8].min(), written.min(), "\(what): lower bound", file: file, line: line)
+        XCTAssertEqual(extent[8...].max(), written.max(), "\(what): upper bound", file: file, line: line)
     }
 
     func testOddShapesExact() {
@@ -90,11 +104,13 @@ final class Int8GEMMTests: XCTestCase {
         for (activation, f) in [(Activation.silu, { (x: Float) in x / (1 + Foundation.exp(-x)) }),
                                 (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) })] {
             var c = [Float](repeating: .nan, count: m * 24), staging = [Float](repeating: .nan, count: 128)
+            var extent = Self.emptyExtent
             c.withUnsafeMutableBufferPointer { pc in
                 int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (n, n), c: pc.baseAddress!, ldc: 24,
                          residual: nil, Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: activation),
-                         staging: &staging)
+                         staging: &staging, extent: &extent)
             }
+            checkExtent(extent, of: (0..<m).flatMap { c[($0 * 24)..<($0 * 24 + n)] }, "\(activation)")
             for r in 0..<m {
                 for j in 0..<n {
                     let expected = f(Float(sums[r * n + j] - offsets[r]) * scales[r] + bias[r])

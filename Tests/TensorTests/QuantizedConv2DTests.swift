@@ -4,24 +4,35 @@ import TestSupport
 import XCTest
 
 /// `quantizedConv2d` against the integer reference (exact: the same quantized operands and float
-/// steps), and against the float convolution within the bound quantization allows.
+/// steps), and against the float convolution within the bound quantization allows. Every run
+/// also checks the range it returns against y's, and that given x's range it computes the same y.
 final class QuantizedConv2DTests: XCTestCase {
     private func run(_ x: Tensor, _ weight: QuantizedConvWeights, bias: [Float], _ p: Conv2DParameters,
-                     activation: Activation = .none, residual: Tensor? = nil) -> Tensor {
+                     activation: Activation = .none, residual: Tensor? = nil,
+                     file: StaticString = #filePath, line: UInt = #line) -> Tensor {
         let (ho, wo) = p.outputSize(h: x.shape[2], w: x.shape[3])
         let cout = weight.shape[0], scratch = Scratch()
-        return Tensor(shape: [1, cout, ho, wo]) { yb in
-            let y = Map(yb.baseAddress!, channels: cout, height: ho, width: wo)
-            x.withMap { x in
-                if let residual {
-                    residual.withMap {
-                        quantizedConv2d(x, weight: weight, bias: bias, p, activation: activation, residual: $0, into: y, scratch: scratch)
-                    }
-                } else {
-                    quantizedConv2d(x, weight: weight, bias: bias, p, activation: activation, into: y, scratch: scratch)
+        func convolve(_ range: ValueRange?) -> (Tensor, ValueRange?) {
+            var measured: ValueRange?
+            let y = Tensor(shape: [1, cout, ho, wo]) { yb in
+                let y = Map(yb.baseAddress!, channels: cout, height: ho, width: wo)
+                x.withMap { x in
+                    let x = x.bounded(by: range)
+                    measured = residual.map { residual in
+                        residual.withMap {
+                            quantizedConv2d(x, weight: weight, bias: bias, p, activation: activation, residual: $0, into: y, scratch: scratch)
+                        }
+                    } ?? quantizedConv2d(x, weight: weight, bias: bias, p, activation: activation, into: y, scratch: scratch)
                 }
             }
+            return (y, measured)
         }
+        let (y, range) = convolve(nil)
+        guard (x.scalars + y.scalars).allSatisfy(\.isFinite) else { return y }
+        XCTAssertEqual(range, ValueRange(lower: y.scalars.min()!, upper: y.scalars.max()!), "returned range", file: file, line: line)
+        let given = convolve(ValueRange(lower: x.scalars.min()!, upper: x.scalars.max()!)).0
+        XCTAssertEqual(given.scalars, y.scalars, "with x's range given", file: file, line: line)
+        return y
     }
 
     private func quantization(of x: Tensor) -> ActivationQuantization {
