@@ -30,4 +30,23 @@ final class NetworkTests: XCTestCase {
             XCTAssertTrue(names.contains(name), name)
         }
     }
+
+    /// In an int8 graph each layer's output carries its range as the int8 convolution that wrote it
+    /// measured it (or as Upsample and Concat pass it on), and that range is its floats' exact
+    /// smallest and largest: the next int8 convolution quantizes by it instead of finding it.
+    func testInt8OutputsCarryTheirExactRange() throws {
+        let x = Tensor(shape: [1, 3, 160, 128], scalars: (0..<(3 * 160 * 128)).map { Float($0 * 7 % 251) / 251 })
+        for name in ["yolo26n", "yolo11n"] {
+            let network = try Model(contentsOf: try weightsFile(name), precision: .int8).network, ws = Workspace()
+            var ranged = 0
+            _ = try network.forward(x, in: ws) { i, y in
+                guard let range = y.range else { return }
+                let values = UnsafeBufferPointer(start: y.base, count: y.count)
+                XCTAssertEqual(range, ValueRange(lower: values.min()!, upper: values.max()!), "\(name) model.\(i)")
+                ranged += 1
+            }
+            // Every layer but the head (observed before it runs): none of them ends in fp32.
+            XCTAssertEqual(ranged, network.nodes.count - 1, name)
+        }
+    }
 }
