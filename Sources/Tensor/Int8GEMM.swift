@@ -75,8 +75,9 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// one across runs (or past the end) into `staging`, then copied in pieces. `staging` holds
 /// 128 floats: that strip's tile, and a tile's sums while the activation and residual finish them.
 /// The floats stored in C widen `extent` (8 lower bounds, then 8 upper, lane by lane, by
-/// `vminps` and `vmaxps` as `quantizedConv2d`'s range pass), taken in registers as they are
-/// stored, so that the next convolution need not find its input's range.
+/// `vminps` and `vmaxps` as `quantizedConv2d`'s range pass), taken from the registers they are
+/// stored from (a strip across runs: from staging plus the residual, as `copy` adds them), so
+/// that the next convolution need not find its input's range.
 package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,

@@ -160,13 +160,13 @@ struct QuantizedPlanes {
             let row = first + iy * w, out = base + py * p.strideW * planeSize + y * width
             let hw = h * w
             var ix = 0
-            // Whole groups of 8 pixels and 4 channels, stored whole (stride 1) or split by phase.
-            if present == 4 && p.strideW <= 2 {
+            // Whole groups of 8 pixels, stored whole (stride 1) or split by phase.
+            if p.strideW <= 2 {
                 let phase = out + p.padW % 2 * planeSize, other = out + (1 - p.padW % 2) * planeSize
                 while ix + 8 <= w && (ix + p.padW + p.strideW - 1) / p.strideW + 8 / p.strideW <= width {
                     let c = row + ix
-                    let pixels = quantization.pack((c.vector(0), (c + hw).vector(0), (c + 2 * hw).vector(0),
-                                                    (c + 3 * hw).vector(0)), inverse: inverse)
+                    @inline(__always) func load(_ k: Int) -> Vec8 { k < present ? (c + k * hw).vector(0) : Vec8() }
+                    let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
                     if p.strideW == 1 {
                         UnsafeMutableRawPointer(out + ix + p.padW).storeBytes(of: pixels, as: SIMD8<UInt32>.self)
                     } else {
@@ -186,7 +186,8 @@ struct QuantizedPlanes {
                 let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
                 for i in 0..<n {
                     let column = ix + p.padW + i
-                    let (px, xx) = p.strideW == 1 ? (0, column) : (column % p.strideW, column / p.strideW)
+                    let (px, xx) = p.strideW == 1 ? (0, column)
+                        : p.strideW == 2 ? (column & 1, column >> 1) : (column % p.strideW, column / p.strideW)
                     if xx < width { out[px * planeSize + xx] = pixels[i] }
                 }
                 ix += 8
@@ -216,6 +217,8 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     precondition(y.channels == cout && y.height == ho && y.width == wo,
                  "quantizedConv2d: output \(y.channels)×\(y.height)×\(y.width) for \(cout)×\(ho)×\(wo)")
     precondition(residual.map { $0.hasShape(of: y) } ?? true, "quantizedConv2d: the residual's shape differs from the output's")
+    // The GEMM reads the residual again after storing a strip, for the output's range.
+    precondition(residual.map { $0.base != y.base } ?? true, "quantizedConv2d: the residual is the output")
     let threads = Parallel.width
     let planes = QuantizedPlanes(channels: x.channels, ho: ho, wo: wo, p)
     // Parts for threads to claim as they come free, whole strips each.

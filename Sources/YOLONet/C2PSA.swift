@@ -63,8 +63,8 @@ struct PSABlock: Sendable {
 
     var convs: [Conv] { [attn.qkv, attn.proj, attn.pe, ffn0, ffn1] }
 
-    /// y may be x: x is last read before y is written.
-    /// Returns `y` as ffn1 returns it (`Conv.callAsFunction`); y may be x.
+    /// y may be x: x is last read before y is written. Returns `y` as ffn1 returns it
+    /// (`Conv.callAsFunction`).
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
         let a = attn(x, into: ws.map(channels: x.channels, like: x), residual: x, ws)
         let f = ffn0(a, ws)
