@@ -69,12 +69,15 @@ struct Unseen: StoreObserver {
 /// `sums + i · ld`). One loop per activation (a type: as a closure it could stay a call per
 /// vector) and residual, in wrapping arithmetic: with the choices and the overflow checks
 /// inside, the loop around SiLU has many more instructions. The epilogues of both GEMMs; each
-/// vector stored is also given to `seen`.
+/// vector stored is also given to `seen`, through a local copy: the inout itself stays in memory
+/// across the stores to `c`, a load and a store per vector on the loop's critical path.
 @inline(__always)
 func finishRows<V: FloatVector, F: ActivationFunction, O: StoreObserver>(
     _: V.Type, _: F.Type, _ rows: Range<Int>, _ sums: UnsafePointer<Float>, _ ld: Int, _ c: UnsafeMutablePointer<Float>,
-    _ ldc: Int, _ width: Int, _ residual: UnsafePointer<Float>?, _ seen: inout O
+    _ ldc: Int, _ width: Int, _ residual: UnsafePointer<Float>?, _ observer: inout O
 ) {
+    var seen = observer
+    defer { observer = seen }
     for row in rows {
         let out = c + row &* ldc, from = sums + (row &- rows.lowerBound) &* ld
         var i = 0

@@ -83,7 +83,10 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,
                       extent: UnsafeMutablePointer<Float>) {
     var bounds = Bounds(UnsafePointer(extent))
-    func strip<C: Int8Columns>(_: C.Type, at q: Int, _ bounds: inout Bounds) {
+    func strip<C: Int8Columns>(_: C.Type, at q: Int, _ observer: inout Bounds) {
+        // A local copy, kept in registers across the stores to C (`finishRows`).
+        var bounds = observer
+        defer { observer = bounds }
         let x = q % runs.stride
         let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
         let start = q / runs.stride * runs.length + x
