@@ -252,7 +252,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
 }
 
 /// Rows `rows` of a strip staged at `staged` (`width` floats a row, grid column `columns.lowerBound`
-/// first) copied to C's columns, plus the residual (C's layout), by `forEachRun`.
+/// first) copied to C's columns, plus the residual (C's layout), piece by piece (`RunPieces`).
 @inline(__always)
 func copyRuns(_ staged: UnsafePointer<Float>, width: Int, rows: Range<Int>, columns: Range<Int>,
               runs: (length: Int, stride: Int), to c: UnsafeMutablePointer<Float>, ldc: Int,

@@ -20,8 +20,7 @@ package struct Int8Epilogue {
     /// sums + bias at `sums` (row `rows.lowerBound + i` at `sums + i · ld`): activation, then +
     /// the residual (C's layout), by `finishRows` as `Epilogue.finish`; SiLU and the
     /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
-    /// quantization already moves the sums by far more.
-    /// Each vector stored also goes to `seen`.
+    /// quantization already moves the sums by far more. Each vector stored also goes to `seen`.
     @inline(never)
     func finish<O: StoreObserver>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>,
                                   ldc: Int, width: Int, residual: UnsafePointer<Float>?, _ seen: inout O) {
@@ -36,7 +35,7 @@ package struct Int8Epilogue {
     @inline(__always)
     func store<O: StoreObserver>(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>, _ seen: inout O) {
         let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
-        let v = unsafeBitCast(_mm256_cvtepi32_ps(s), to: Vec8.self) * scales[row] + bias[row]
+        let v = _mm256_cvtepi32_ps(s) * scales[row] + bias[row]
         c.store(v, at: 0)
         seen.add(v)
     }
@@ -101,12 +100,12 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
             }
             int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
                      c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64, &unseen)
-            let piece = q..<min(q + C.width, columns.upperBound)
-            copyRuns(staging, width: C.width, rows: first..<(first + count), columns: piece, runs: runs, to: c, ldc: ldc,
-                     residual: residual)
-            for (g, n, column) in RunPieces(columns: piece, runs: runs) {
+            // Copied piece by piece as `copyRuns` copies, each piece's floats into the bounds.
+            for (g, n, column) in RunPieces(columns: q..<min(q + C.width, columns.upperBound), runs: runs) {
                 for r in first..<(first + count) {
-                    bounds.widen(by: staging + (r - first) * C.width + g - q, plus: residual.map { $0 + r * ldc + column }, count: n)
+                    let from = staging + (r - first) * C.width + g - q, add = residual.map { $0 + r * ldc + column }
+                    copy(from, n, to: c + r * ldc + column, adding: add)
+                    bounds.widen(by: from, plus: add, count: n)
                 }
             }
         }
@@ -232,19 +231,16 @@ func int8Tile<C: Int8Columns, O: StoreObserver>(
         r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
         r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
     }
-    guard epilogue.activation != .none || residual != nil else {
-        r0.store(row: first, at: c + first * ldc, epilogue, &seen)
-        if count > 1 { r1.store(row: first + 1, at: c + (first + 1) * ldc, epilogue, &seen) }
-        if count > 2 { r2.store(row: first + 2, at: c + (first + 2) * ldc, epilogue, &seen) }
-        if count > 3 { r3.store(row: first + 3, at: c + (first + 3) * ldc, epilogue, &seen) }
-        return
+    /// The tile's rows at `out` (row r at out + r · ld).
+    @inline(__always) func store<P: StoreObserver>(at out: UnsafeMutablePointer<Float>, ld: Int, _ seen: inout P) {
+        r0.store(row: first, at: out + first * ld, epilogue, &seen)
+        if count > 1 { r1.store(row: first + 1, at: out + (first + 1) * ld, epilogue, &seen) }
+        if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * ld, epilogue, &seen) }
+        if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * ld, epilogue, &seen) }
     }
-    let out = staging - first * C.width
+    guard epilogue.activation != .none || residual != nil else { return store(at: c, ld: ldc, &seen) }
     var unseen = Unseen()
-    r0.store(row: first, at: out + first * C.width, epilogue, &unseen)
-    if count > 1 { r1.store(row: first + 1, at: out + (first + 1) * C.width, epilogue, &unseen) }
-    if count > 2 { r2.store(row: first + 2, at: out + (first + 2) * C.width, epilogue, &unseen) }
-    if count > 3 { r3.store(row: first + 3, at: out + (first + 3) * C.width, epilogue, &unseen) }
+    store(at: staging - first * C.width, ld: C.width, &unseen)
     epilogue.finish(rows: first..<(first + count), sums: staging, ld: C.width, c: c, ldc: ldc, width: C.width,
                     residual: residual, &seen)
 }

@@ -70,7 +70,7 @@ package struct ActivationQuantization: Equatable {
     /// bytes channel-major, which one shuffle turns pixel-major.
     @inline(__always)
     func pack(_ c: (Vec8, Vec8, Vec8, Vec8), inverse: Float) -> SIMD8<UInt32> {
-        func rounded(_ v: Vec8) -> __m256i { _mm256_cvtps_epi32(unsafeBitCast(v * inverse, to: __m256.self)) }
+        func rounded(_ v: Vec8) -> __m256i { _mm256_cvtps_epi32(v * inverse) }
         let zero = _mm256_set1_epi16(Int16(truncatingIfNeeded: self.zero))
         let low = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.0), rounded(c.1)), zero)
         let high = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.2), rounded(c.3)), zero)
@@ -153,12 +153,11 @@ struct QuantizedPlanes {
         }
         let inverse = 1 / quantization.scale
         // Channels past the last read as zeros, which quantize to the zero point.
-        let present = min(4, x.channels - 4 * q), first = x.base + 4 * q * h * w
+        let hw = h * w, present = min(4, x.channels - 4 * q), first = x.base + 4 * q * hw
         for iy in inputRows {
             let (py, y) = ((iy + p.padH) % p.strideH, (iy + p.padH) / p.strideH)
             guard y < height else { break }
             let row = first + iy * w, out = base + py * p.strideW * planeSize + y * width
-            let hw = h * w
             var ix = 0
             // Whole groups of 8 pixels, stored whole (stride 1) or split by phase.
             if p.strideW <= 2 {
@@ -181,7 +180,7 @@ struct QuantizedPlanes {
                 let n = min(8, w - ix)
                 let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(Int32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
                 func load(_ c: Int) -> Vec8 {
-                    c < present ? unsafeBitCast(_mm256_maskload_ps(row + c * hw + ix, mask), to: Vec8.self) : Vec8()
+                    c < present ? _mm256_maskload_ps(row + c * hw + ix, mask) : Vec8()
                 }
                 let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
                 for i in 0..<n {
@@ -262,8 +261,9 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     }
     }
     var output = ValueRange(lower: .infinity, upper: -.infinity)
-    for i in 0..<(8 * workers) {
-        (output.lower, output.upper) = (min(output.lower, extents[i / 8 * 16 + i % 8]), max(output.upper, extents[i / 8 * 16 + 8 + i % 8]))
+    for t in 0..<workers {
+        let lanes = extents + 16 * t
+        for i in 0..<8 { (output.lower, output.upper) = (min(output.lower, lanes[i]), max(output.upper, lanes[8 + i])) }
     }
     return output
 }
@@ -281,7 +281,7 @@ private struct Extremes: ParallelWork {
             (lo, hi) = (_mm256_min_ps(lo, v), _mm256_max_ps(hi, v))
             i += 8
         }
-        var (l, h) = (unsafeBitCast(lo, to: Vec8.self).min(), unsafeBitCast(hi, to: Vec8.self).max())
+        var (l, h) = (lo.min(), hi.max())
         while i < count {
             (l, h) = (min(l, base[i]), max(h, base[i]))
             i += 1
