@@ -21,11 +21,18 @@ public enum ConvAlgorithm: Sendable, Equatable, CaseIterable {
         } else if p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && inputsPerGroup >= (wideVectors ? 16 : 32) {
             // Its per-tile transforms pay only over enough input channels (fewer with 512-bit vectors).
             self = .winograd3x3
-        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64 {
+        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64
+                    && !(Self.gemmWeightsOnly ~= inputsPerGroup * outputs) {
             // Its per-strip B panels pay only when 64 or more output channels share them.
             self = .stride2Tiles3x3
         } else {
             self = .gemm
         }
     }
+
+    /// Channel pairs (Cin × Cout) of the stride-2 3×3 convolutions left to the GEMM. Every strip of
+    /// output columns streams all its weights, 25 floats a pair for the tiles against the GEMM's
+    /// 9: in this range only the GEMM's still come from the cache, which outweighs the tiles'
+    /// 25 products a pair against 36 (docs/PERFORMANCE.md).
+    static let gemmWeightsOnly = 100_000..<200_000
 }
