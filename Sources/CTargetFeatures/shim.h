@@ -1,3 +1,5 @@
+#include <immintrin.h>
+
 // The vector width the compiler targets (`-Xswiftc -target-cpu …`), read by Swift through the
 // Clang importer, which sees the same target: Swift itself has no compile-time test of CPU
 // features, and the GEMM's register tile must fit the registers the build has.
@@ -15,6 +17,21 @@ static inline void prefetchL2(const void *p) { __builtin_prefetch(p, 0, 2); }
 
 // Asks for the cache line holding `p` to be brought into L1 (prefetcht0).
 static inline void prefetchL1(const void *p) { __builtin_prefetch(p, 0, 3); }
+
+// acc + the sums of the four products of a's unsigned bytes with w's signed ones in each 32-bit
+// lane: `vpdpbusd` where the build targets VNNI (AVX-512 or AVX), else `vpmaddubsw` (pairs into
+// saturating Int16s), `vpmaddwd` by ones and `vpaddd`. The two agree while no pair exceeds Int16:
+// with weights |w| ≤ 63, as the int8 GEMM's are. Swift's intrinsics module hides VNNI from builds
+// without it, and Swift has no compile-time test of CPU features.
+static inline __m256i dotAccumulate(__m256i acc, __m256i a, __m256i w) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, a, w);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, a, w);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1)));
+#endif
+}
 
 // 16 floats: one AVX-512 register, imported into Swift as SIMD16<Float>.
 typedef float Float16Lanes __attribute__((ext_vector_type(16)));

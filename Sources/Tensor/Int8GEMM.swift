@@ -1,3 +1,4 @@
+import CTargetFeatures
 import _Builtin_intrinsics.intel
 
 /// What `int8GEMM` does to each Int32 sum s of row r before storing it:
@@ -68,9 +69,9 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// the columns' end rounded up to a multiple of 8.
 ///
 /// Columns go in strips of 16, then 8; a 4-row × 16-column tile keeps its 8 accumulators in
-/// registers over the whole reduction: `vpmaddubsw` multiplies a column's 4 bytes with the row's
-/// 4 weights and adds pairs into Int16s (255 · 63 · 2 < 2¹⁵: no saturation), `vpmaddwd` by ones
-/// adds the pairs into the Int32 sums. A strip within one run of C is finished straight into C;
+/// registers over the whole reduction: `dotAccumulate` adds the products of a column's 4 bytes
+/// with the row's 4 weights to the Int32 sums, by `vpdpbusd` on VNNI builds, else `vpmaddubsw`
+/// into Int16 pairs (255 · 63 · 2 < 2¹⁵: no saturation) and `vpmaddwd` by ones. A strip within one run of C is finished straight into C;
 /// one across runs (or past the end) into `staging`, then copied in pieces. `staging` holds
 /// 128 floats: that strip's tile, and a tile's sums while the activation and residual finish them.
 /// The floats stored in C widen `extent` (8 lower bounds, then 8 upper, lane by lane, by
@@ -163,12 +164,6 @@ protocol Int8Columns {
     func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O)
 }
 
-/// `a` (u8 × 4 per lane) · `w` (s8 × 4, the same in every lane) summed per lane into Int32s.
-@inline(__always)
-func dot4(_ a: __m256i, _ w: __m256i) -> __m256i {
-    _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1))
-}
-
 struct Int8Columns16: Int8Columns {
     static var width: Int { 16 }
     var v0 = _mm256_setzero_si256(), v1 = _mm256_setzero_si256()
@@ -182,8 +177,8 @@ struct Int8Columns16: Int8Columns {
 
     @inline(__always)
     mutating func add(_ weights: __m256i, times b: Self) {
-        v0 = _mm256_add_epi32(v0, dot4(b.v0, weights))
-        v1 = _mm256_add_epi32(v1, dot4(b.v1, weights))
+        v0 = dotAccumulate(v0, b.v0, weights)
+        v1 = dotAccumulate(v1, b.v1, weights)
     }
 
     @inline(__always)
@@ -202,7 +197,7 @@ struct Int8Columns8: Int8Columns {
     init(loading p: UnsafePointer<UInt32>) { v0 = UnsafeRawPointer(p).loadUnaligned(as: __m256i.self) }
 
     @inline(__always)
-    mutating func add(_ weights: __m256i, times b: Self) { v0 = _mm256_add_epi32(v0, dot4(b.v0, weights)) }
+    mutating func add(_ weights: __m256i, times b: Self) { v0 = dotAccumulate(v0, b.v0, weights) }
 
     @inline(__always)
     func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O) {
