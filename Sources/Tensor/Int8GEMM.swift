@@ -71,13 +71,14 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// Columns go in strips of 16, then 8; a 4-row × 16-column tile keeps its 8 accumulators in
 /// registers over the whole reduction: `dotAccumulate` adds the products of a column's 4 bytes
 /// with the row's 4 weights to the Int32 sums, by `vpdpbusd` on VNNI builds, else `vpmaddubsw`
-/// into Int16 pairs (255 · 63 · 2 < 2¹⁵: no saturation) and `vpmaddwd` by ones. A strip within one run of C is finished straight into C;
-/// one across runs (or past the end) into `staging`, then copied in pieces. `staging` holds
-/// 128 floats: that strip's tile, and a tile's sums while the activation and residual finish them.
-/// The floats stored in C widen `extent` (8 lower bounds, then 8 upper, lane by lane, by
-/// `vminps` and `vmaxps` as `quantizedConv2d`'s range pass), taken from the registers they are
-/// stored from (a strip across runs: from staging plus the residual, as `copy` adds them), so
-/// that the next convolution need not find its input's range.
+/// into Int16 pairs (255 · 63 · 2 < 2¹⁵: no saturation) and `vpmaddwd` by ones. A strip within
+/// one run of C is finished straight into C; one across runs (or past the end) into `staging`,
+/// then copied in pieces. `staging` holds 128 floats: that strip's tile, and a tile's sums while
+/// the activation and residual finish them. The floats stored in C widen `extent` (8 lower
+/// bounds, then 8 upper, lane by lane, by `vminps` and `vmaxps` as `quantizedConv2d`'s range
+/// pass), taken from the registers they are stored from (a strip across runs: from staging plus
+/// the residual, as `copy` adds them), so that the next convolution need not find its input's
+/// range.
 package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,
