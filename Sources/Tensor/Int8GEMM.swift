@@ -91,6 +91,9 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         let x = q % runs.stride
         let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
         let start = q / runs.stride * runs.length + x
+        // Each step's row two strips on, into L1: the rows are too many streams for the hardware
+        // prefetcher, and the tiles read them in place.
+        for i in 0..<steps { prefetchL1(b + rows[i] + q + 32) }
         var unseen = Unseen()
         for first in stride(from: 0, to: m, by: 4) {
             let count = min(4, m - first)
