@@ -130,15 +130,16 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         for c0 in stride(from: 0, to: cin, by: perPass) {
             let channels = c0..<min(cin, c0 + perPass), n = channels.count
             pack(S.self, channels, column: j, count: count, into: panel)
-            for row in stride(from: 0, to: cout, by: S.rows) {
-                let rows = row..<min(cout, row + S.rows)
-                for gemm in 0..<9 {
-                    let size = Stride2Tiles.sizes[gemm], offset = Stride2Tiles.offsets[gemm]
+            // GEMM by GEMM over all row tiles: the row tiles read one GEMM's B rows (at most 4 of a
+            // channel's 25) one after the other, rather than each the whole panel.
+            for gemm in 0..<9 {
+                let size = Stride2Tiles.sizes[gemm], offset = Stride2Tiles.offsets[gemm]
+                for row in stride(from: 0, to: cout, by: S.rows) {
                     // Never the last step: the sums stay raw for the output pass below.
                     tile(S.self, steps: size * c0..<size * (c0 + n), of: .max,
                          a: weight.pointer + padded * offset * cin + row / 8 * 8 * size * cin + row % 8,
-                         b: panel + offset * n * S.width, rows: rows, c: sums + gemm * padded * S.width, ldc: S.width,
-                         column: 0, plain, staging: nil)
+                         b: panel + offset * n * S.width, rows: row..<min(cout, row + S.rows),
+                         c: sums + gemm * padded * S.width, ldc: S.width, column: 0, plain, staging: nil)
                 }
             }
         }
