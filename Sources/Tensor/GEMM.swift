@@ -55,13 +55,17 @@ package struct Epilogue {
     }
 }
 
-/// What sees each vector `finishRows` stores, in registers (`Bounds`, the int8 GEMM's), or nothing.
+/// What sees the floats the GEMMs store, in registers (`Bounds`, the int8 GEMM's), or nothing:
+/// each vector `finishRows` stores, and each piece `copyRuns` copies.
 protocol StoreObserver {
     mutating func add<V: FloatVector>(_ v: V)
+    /// x[i] + residual[i] for i < count, as `copy` stores them.
+    mutating func widen(by x: UnsafePointer<Float>, plus residual: UnsafePointer<Float>?, count: Int)
 }
 
 struct Unseen: StoreObserver {
     @inline(__always) func add<V: FloatVector>(_ v: V) {}
+    @inline(__always) func widen(by x: UnsafePointer<Float>, plus residual: UnsafePointer<Float>?, count: Int) {}
 }
 
 /// Rows `rows` of `c` (leading dimension `ldc`), `width` floats in vectors of `V`: F(sum), then
@@ -226,8 +230,9 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 continue
             }
             strip(Wide.self, from: jb, count: Wide.width, c: rowsOfC, ldc: Wide.width, column: 0, inner)
+            var unseen = Unseen()
             copyRuns(rowsOfC, width: Wide.width, rows: 0..<m, columns: jb..<min(jb + Wide.width, span), runs: runs,
-                     to: c, ldc: ldc, residual: epilogue.residual)
+                     to: c, ldc: ldc, residual: epilogue.residual, &unseen)
         }
         return
     }
@@ -252,41 +257,28 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
 }
 
 /// Rows `rows` of a strip staged at `staged` (`width` floats a row, grid column `columns.lowerBound`
-/// first) copied to C's columns, plus the residual (C's layout), piece by piece (`RunPieces`).
+/// first) copied to C's columns, plus the residual (C's layout): grid column g is C's column
+/// g / stride · length + g % stride, and grid columns with g % stride ≥ length are dropped. Each
+/// piece's floats also go to `seen`.
 @inline(__always)
-func copyRuns(_ staged: UnsafePointer<Float>, width: Int, rows: Range<Int>, columns: Range<Int>,
-              runs: (length: Int, stride: Int), to c: UnsafeMutablePointer<Float>, ldc: Int,
-              residual: UnsafePointer<Float>?) {
-    for (g, count, column) in RunPieces(columns: columns, runs: runs) {
+func copyRuns<O: StoreObserver>(_ staged: UnsafePointer<Float>, width: Int, rows: Range<Int>, columns: Range<Int>,
+                                runs: (length: Int, stride: Int), to c: UnsafeMutablePointer<Float>, ldc: Int,
+                                residual: UnsafePointer<Float>?, _ seen: inout O) {
+    var g = columns.lowerBound
+    while g < columns.upperBound {
+        let x = g % runs.stride
+        guard x < runs.length else {
+            g += runs.stride - x
+            continue
+        }
+        let count = min(runs.length - x, columns.upperBound - g), column = g / runs.stride * runs.length + x
         for r in rows {
-            copy(staged + (r - rows.lowerBound) * width + g - columns.lowerBound, count, to: c + r * ldc + column,
-                 adding: residual.map { $0 + r * ldc + column })
+            let from = staged + (r - rows.lowerBound) * width + g - columns.lowerBound
+            let add = residual.map { $0 + r * ldc + column }
+            copy(from, count, to: c + r * ldc + column, adding: add)
+            seen.widen(by: from, plus: add, count: count)
         }
-    }
-}
-
-/// The pieces of grid columns `columns` within one run each: grid columns g ..< g + count are C's
-/// columns column ..< column + count. Grid column g is C's column g / stride · length + g % stride,
-/// and grid columns with g % stride ≥ length are dropped.
-struct RunPieces: Sequence, IteratorProtocol {
-    private var g: Int
-    private let end: Int, runs: (length: Int, stride: Int)
-
-    init(columns: Range<Int>, runs: (length: Int, stride: Int)) { (g, end, self.runs) = (columns.lowerBound, columns.upperBound, runs) }
-
-    @inline(__always)
-    mutating func next() -> (g: Int, count: Int, column: Int)? {
-        while g < end {
-            let x = g % runs.stride
-            guard x < runs.length else {
-                g += runs.stride - x
-                continue
-            }
-            let count = Swift.min(runs.length - x, end - g)
-            defer { g += count }
-            return (g, count, g / runs.stride * runs.length + x)
-        }
-        return nil
+        g += count
     }
 }
 

@@ -105,14 +105,9 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
             }
             int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
                      c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64, &unseen)
-            // Copied piece by piece as `copyRuns` copies, each piece's floats into the bounds.
-            for (g, n, column) in RunPieces(columns: q..<min(q + C.width, columns.upperBound), runs: runs) {
-                for r in first..<(first + count) {
-                    let from = staging + (r - first) * C.width + g - q, add = residual.map { $0 + r * ldc + column }
-                    copy(from, n, to: c + r * ldc + column, adding: add)
-                    bounds.widen(by: from, plus: add, count: n)
-                }
-            }
+            copyRuns(staging, width: C.width, rows: first..<(first + count),
+                     columns: q..<min(q + C.width, columns.upperBound), runs: runs, to: c, ldc: ldc, residual: residual,
+                     &bounds)
         }
     }
     var q = columns.lowerBound
