@@ -131,7 +131,9 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
             : Parallel.ranges(phases.blockCount, parts: phases.blockCount)
         let workers = min(threads, parts.count), taps = p.kernelH * p.kernelW
         // Each thread's GEMM temporaries and planes, then B's row offsets.
-        let perThread = gemmScratch(m: coutG) + (direct ? 0 : phases.count)
+        let blocks = depthwise ? nil : GEMMBlocks.forProduct(m: coutG, k: k)
+        let gemmFloats = gemmScratch(m: coutG, blocks: blocks)
+        let perThread = gemmFloats + (direct ? 0 : phases.count)
         // B in place (`packedGEMM`) for ≤ 32 output channels, whose tiles reuse a copied panel too
         // few times to pay for it, and for any number where L1 holds 48 KB; never when its
         // channels are a multiple of 4 KB apart, which fall into the same L1 sets.
@@ -144,8 +146,8 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         }
         Parallel.forEach(parts.count, threads: workers, ConvParts(
             x: xa, y: ya, residual: ra, weight: wa, bias: ba, rows: Address(rows), scratch: Address(buffers),
-            perThread: perThread, parts: parts, direct: direct, inPlace: inPlace,
-            depthwise: depthwise, phases: phases, p: p, activation: activation, tiles: tiles, cin: cin, ho: ho,
+            perThread: perThread, gemmFloats: gemmFloats, parts: parts, direct: direct, inPlace: inPlace,
+            depthwise: depthwise, blocks: blocks, phases: phases, p: p, activation: activation, tiles: tiles, cin: cin, ho: ho,
             wo: wo, k: k, coutG: coutG, panels: panels))
     }
     }
@@ -155,12 +157,14 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
 /// blocks (the phase planes), run with its thread's scratch.
 private struct ConvParts: ParallelWork {
     let x: Address<Float>, y: Address<Float>, residual: Address<Float>?, weight: Address<Float>, bias: Address<Float>
-    /// B's row offsets, and the scratch (`perThread` floats a thread: GEMM temporaries, then planes).
+    /// B's row offsets, and the scratch (`perThread` floats a thread: `gemmFloats` of GEMM
+    /// temporaries, then planes).
     let rows: Address<Int>, scratch: Address<Float>
-    let perThread: Int
+    let perThread: Int, gemmFloats: Int
     let parts: Partition
     /// 1×1: B is x as it lies.
     let direct: Bool, inPlace: Bool, depthwise: Bool
+    let blocks: GEMMBlocks?
     let phases: PhasePlanes
     let p: Conv2DParameters
     let activation: Activation
@@ -175,7 +179,7 @@ private struct ConvParts: ParallelWork {
             return gemm(x.pointer + cols.lowerBound, channelStride: plane, columns: cols.count, runs: nil,
                         from: cols.lowerBound, thread: t)
         }
-        let planes = scratch.pointer + t * perThread + gemmScratch(m: coutG)
+        let planes = scratch.pointer + t * perThread + gemmFloats
         for block in parts[part] {
             let first = block * phases.blockRows, count = min(phases.blockRows, ho - first)
             phases.fill(planes, from: x.pointer, outputRows: first, p)
@@ -202,7 +206,7 @@ private struct ConvParts: ParallelWork {
                        c: y.pointer + o + g * coutG * plane, ldc: plane,
                        Epilogue(bias: bias.pointer + g * coutG, activation: activation,
                                 residual: residual.map { UnsafePointer($0.pointer + o + g * coutG * plane) }),
-                       scratch: scratch.pointer + t * perThread, inPlace: inPlace, tiles: tiles)
+                       scratch: scratch.pointer + t * perThread, inPlace: inPlace, blocks: blocks, tiles: tiles)
         }
     }
 }

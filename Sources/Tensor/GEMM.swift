@@ -129,25 +129,55 @@ func finishRows<V: FloatVector, F: ActivationFunction, O: StoreObserver>(
 /// build targets: 8 rows × 48 columns in 24 of AVX-512's 32 registers, 4 rows × 24 columns in 12
 /// of AVX2's 16 (the 8 × 48 tile spills there). On the models' shapes this beats OpenBLAS's sgemm
 /// plus a separate epilogue pass (see docs/PERFORMANCE.md).
+///
+/// `blocks` (`GEMMBlocks.forProduct`, for an A beyond L2): the product runs in blocks of A that
+/// stay in L2 for a group of strips, the group's sums in `scratch` between them.
 package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>, rows: UnsafePointer<Int>,
                         n: Int, runs: (length: Int, stride: Int)? = nil, c: UnsafeMutablePointer<Float>, ldc: Int,
                         _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool = false,
-                        tiles: TileGeometry = .target) {
+                        blocks: GEMMBlocks? = nil, tiles: TileGeometry = .target) {
     let runs = runs ?? (n, n)
     switch tiles {
     case .avx512:
         packedGEMM(Row48.self, Row16.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch, inPlace: inPlace)
+                   scratch: scratch, inPlace: inPlace, blocks: blocks)
     case .avx2:
         packedGEMM(Row24.self, Row8.self, a, m: m, k: k, b: b, rows: rows, n: n, runs: runs, c: c, ldc: ldc, epilogue,
-                   scratch: scratch, inPlace: inPlace)
+                   scratch: scratch, inPlace: inPlace, blocks: blocks)
     }
+}
+
+/// Blocks for `packedGEMM` when A outgrows L2, where every strip would stream all of A: the
+/// columns go in groups of `n`, and each group block by block, `m` rows × `k` reduction steps of
+/// A staying in L2 while every strip of the group reads them, the group's sums kept in a grid
+/// (in L2 too) between blocks.
+package struct GEMMBlocks: Sendable {
+    /// Reduction steps, rows (a multiple of 8, A's panels) and columns (a multiple of 48, the
+    /// widest tile) of a block.
+    package let k: Int, m: Int, n: Int
+
+    package init(k: Int, m: Int, n: Int) {
+        precondition(k > 0 && m > 0 && m % 8 == 0 && n > 0 && n % 48 == 0, "GEMMBlocks: k \(k), m \(m), n \(n)")
+        (self.k, self.m, self.n) = (k, m, n)
+    }
+
+    /// The blocks for an M × K product whose A (4 · M · K bytes) is larger than
+    /// `largestUnblocked`, nil for a smaller one: 256 rows × 170 steps of A (170 KB, a third of
+    /// a 512 KB L2), 480 columns (20 strips of 24, 10 of 48).
+    package static func forProduct(m: Int, k: Int) -> GEMMBlocks? {
+        4 * m * k > largestUnblocked ? GEMMBlocks(k: 170, m: 256, n: 480) : nil
+    }
+
+    static let largestUnblocked = 2 << 20
 }
 
 /// Floats of `packedGEMM`'s temporaries for an M-row product: B's panel (at most
 /// `panelFloats` and a tile row), a strip's rows of C (padded last columns, or a strip of runs),
-/// then a tile's staging buffer (`tileFloats`).
-package func gemmScratch(m: Int) -> Int { panelFloats + 2 * gemmReadSlack + 48 * m + tileFloats }
+/// then a tile's staging buffer (`tileFloats`); with `blocks`, the sums' grid (M rows of a
+/// group's columns).
+package func gemmScratch(m: Int, blocks: GEMMBlocks? = nil) -> Int {
+    panelFloats + 2 * gemmReadSlack + 48 * m + tileFloats + m * (blocks?.n ?? 0)
+}
 
 /// Floats of the widest register tile (8 × 48).
 let tileFloats = 8 * 48
@@ -171,29 +201,32 @@ package let gemmReadSlack = 48
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
     rows: UnsafePointer<Int>, n: Int, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
-    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool
+    _ epilogue: Epilogue, scratch: UnsafeMutablePointer<Float>, inPlace: Bool, blocks: GEMMBlocks?
 ) {
     // Reduction steps per pass: the strip's rows of B, copied together, stay in L1 for every
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
     let depth = max(1, panelFloats / Wide.width)
     let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
     /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count` (count ≤ R.width;
-    /// zeros past them).
+    /// zeros past them): reduction steps `block` (added to the sums C holds from earlier steps)
+    /// of rows `rowBlock`.
     func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
-                           column: Int, _ epilogue: Epilogue) {
+                           column: Int, _ epilogue: Epilogue, steps block: Range<Int> = 0..<k,
+                           rows rowBlock: Range<Int> = 0..<m) {
         if inPlace && count == R.width {
             let source = b + j
-            for step in stride(from: 0, to: k, by: depth) {
-                let steps = step..<min(k, step + depth)
-                for first in stride(from: 0, to: m, by: R.rows) {
+            for step in stride(from: block.lowerBound, to: block.upperBound, by: depth) {
+                let steps = step..<min(block.upperBound, step + depth)
+                for first in stride(from: rowBlock.lowerBound, to: rowBlock.upperBound, by: R.rows) {
                     tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
-                         rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
+                         rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column,
+                         epilogue, staging: staging)
                 }
             }
             return
         }
-        for step in stride(from: 0, to: k, by: depth) {
-            let steps = step..<min(k, step + depth)
+        for step in stride(from: block.lowerBound, to: block.upperBound, by: depth) {
+            let steps = step..<min(block.upperBound, step + depth)
             for i in steps {
                 let row = pb + (i - step) * R.width, from = b + rows[i] + j
                 // The row two strips on, into L2 while this strip computes: B's rows are too
@@ -206,9 +239,10 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                     row.update(from: from, count: count)
                 }
             }
-            for first in stride(from: 0, to: m, by: R.rows) {
+            for first in stride(from: rowBlock.lowerBound, to: rowBlock.upperBound, by: R.rows) {
                 tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
-                     rows: first..<min(m, first + R.rows), c: c, ldc: ldc, column: column, epilogue, staging: staging)
+                     rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column, epilogue,
+                     staging: staging)
             }
         }
     }
@@ -216,11 +250,33 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     // there but for the residual, which they take on their way to C.
     let rowsOfC = scratch + (depth + 1) * Wide.width
     let inner = Epilogue(bias: epilogue.bias, activation: epilogue.activation, residual: nil)
+    // B's columns the strips read: with runs shorter than their stride, every run and the gaps
+    // between them.
+    let lines = (n + runs.length - 1) / runs.length, span = (lines - 1) * runs.stride + n - (lines - 1) * runs.length
+    if let blocks {
+        // Each group of B's columns (as they lie) block by block into the grid, finished there
+        // on the last steps, then copied to C's runs with the residual.
+        let grid = scratch + gemmScratch(m: m)
+        for group in stride(from: 0, to: span, by: blocks.n) {
+            let columns = group..<min(span, group + blocks.n)
+            for kb in stride(from: 0, to: k, by: blocks.k) {
+                for mb in stride(from: 0, to: m, by: blocks.m) {
+                    for jb in stride(from: columns.lowerBound, to: columns.upperBound, by: Wide.width) {
+                        strip(Wide.self, from: jb, count: min(Wide.width, columns.upperBound - jb), c: grid, ldc: blocks.n,
+                              column: jb - group, inner, steps: kb..<min(k, kb + blocks.k), rows: mb..<min(m, mb + blocks.m))
+                    }
+                }
+            }
+            var unseen = Unseen()
+            copyRuns(grid, width: blocks.n, rows: 0..<m, columns: columns, runs: runs, to: c, ldc: ldc,
+                     residual: epilogue.residual, &unseen)
+        }
+        return
+    }
     if runs.length < runs.stride {
         // Strips over B's columns as they lie, each a piece (in place wherever B's rows allow),
         // their C rows activated in `rowsOfC`, then copied to their runs with the residual: a
         // strip of C's columns across two runs read B in two pieces, always through the panel.
-        let lines = (n + runs.length - 1) / runs.length, span = (lines - 1) * runs.stride + n - (lines - 1) * runs.length
         for jb in stride(from: 0, to: span, by: Wide.width) {
             let x = jb % runs.stride
             if x + Wide.width <= runs.length {

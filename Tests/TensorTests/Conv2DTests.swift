@@ -64,6 +64,9 @@ final class Conv2DTests: XCTestCase {
         // Stride-2 rows whose planes end in a part of 16 columns, read as the last 16 pairs.
         checkConv2d(cin: 5, cout: 9, h: 9, w: 161, kernel: 3, stride: 2, padding: 1, groups: 1, seed: 405)
         checkConv2d(cin: 5, cout: 9, h: 7, w: 80, kernel: 5, stride: 2, padding: 2, groups: 1, seed: 406)
+        // Weights beyond `GEMMBlocks`' threshold (yolo26s's model.7 at a smaller size): the GEMM in blocks.
+        checkConv2d(cin: 256, cout: 512, h: 13, w: 11, kernel: 3, stride: 2, padding: 1, groups: 1, activation: .silu, seed: 408)
+        checkConv2d(cin: 1200, cout: 500, h: 5, w: 23, kernel: 1, stride: 1, padding: 0, groups: 1, seed: 409)
         // Stride-2 rows where the two phases' columns differ at both ends, or one phase has none:
         // even and odd padding, widths 1, 2, 3, 17 and 33 (all pairs, then one more column).
         for (w, kernel, padding) in [(1, 1, 0), (2, 2, 0), (3, 1, 0), (3, 5, 2), (17, 3, 1), (33, 2, 0), (33, 4, 1)] {

@@ -8,7 +8,7 @@ import XCTest
 /// activation, residual.
 final class GEMMTests: XCTestCase {
     private func check(m: Int, k: Int, n: Int, runs: (length: Int, stride: Int)?, activation: Activation,
-                       residual: Bool, inPlace: Bool = false, tiles: TileGeometry, seed: UInt64,
+                       residual: Bool, inPlace: Bool = false, blocks: GEMMBlocks? = nil, tiles: TileGeometry, seed: UInt64,
                        file: StaticString = #filePath, line: UInt = #line) {
         let (length, stride) = runs ?? (n, n)
         // B's rows hold every run of the n columns, then the slack the GEMM may read past them.
@@ -18,7 +18,7 @@ final class GEMMTests: XCTestCase {
         let res = residual ? randomTensor([m, n], seed: seed &+ 3).scalars : []
         let rows = (0..<k).map { $0 * ldb }
         var c = [Float](repeating: .nan, count: m * n)
-        var scratch = [Float](repeating: .nan, count: gemmScratch(m: m))
+        var scratch = [Float](repeating: .nan, count: gemmScratch(m: m, blocks: blocks))
         // A as the micro-kernel reads it, [⌈m/8⌉][k][8] zero-padded, packed here: ConvWeights keeps
         // a one-into-one-channel weight unpacked (depthwise), and the tiles read 8 rows a step.
         var panels = [Float](repeating: 0, count: (m + 7) / 8 * k * 8)
@@ -33,7 +33,7 @@ final class GEMMTests: XCTestCase {
                                            runs: runs, c: pc.baseAddress!, ldc: n,
                                            Epilogue(bias: pbias.baseAddress!, activation: activation,
                                                     residual: residual ? pres.baseAddress! : nil),
-                                           scratch: &scratch, inPlace: inPlace, tiles: tiles)
+                                           scratch: &scratch, inPlace: inPlace, blocks: blocks, tiles: tiles)
                             }
                         }
                     }
@@ -52,7 +52,7 @@ final class GEMMTests: XCTestCase {
         assertClose(Tensor(shape: [m, n], scalars: c), Tensor(shape: [m, n], scalars: expected),
                     tolerance: tolerance(reduction: k),
                     "GEMM \(tiles) m \(m) k \(k) n \(n) runs \(String(describing: runs)) \(activation) residual \(residual) "
-                    + "in place \(inPlace)",
+                    + "in place \(inPlace) blocks \(String(describing: blocks))",
                     file: file, line: line)
     }
 
@@ -75,6 +75,27 @@ final class GEMMTests: XCTestCase {
                 // B in place: short reductions and ones longer than a panel (in passes).
                 for k in [7, 85, 300] {
                     check(m: 21, k: k, n: n, runs: runs, activation: .silu, residual: true, inPlace: true, tiles: tiles, seed: seed)
+                    seed += 4
+                }
+            }
+        }
+    }
+
+    /// In blocks (as for weights beyond L2), here small ones: several groups of columns, reduction
+    /// blocks that split a panel's depth or end mid-panel, row blocks that end mid-tile.
+    func testBlocks() {
+        var seed: UInt64 = 900
+        for tiles in TileGeometry.allCases {
+            for blocks in [GEMMBlocks(k: 50, m: 8, n: 48), GEMMBlocks(k: 300, m: 16, n: 96), GEMMBlocks(k: 1000, m: 128, n: 480)] {
+                for (m, k, n, runs) in [(13, 301, 130, nil), (21, 700, 127, nil), (9, 85, 49, (7, 9)), (21, 300, 160, (80, 82)),
+                                        (13, 127, 100, (5, 20))] as [(Int, Int, Int, (Int, Int)?)] {
+                    for inPlace in [false, true] {
+                        check(m: m, k: k, n: n, runs: runs, activation: .silu, residual: true, inPlace: inPlace, blocks: blocks,
+                              tiles: tiles, seed: seed)
+                        seed += 4
+                    }
+                    check(m: m, k: k, n: n, runs: runs, activation: .none, residual: false, blocks: blocks, tiles: tiles,
+                          seed: seed)
                     seed += 4
                 }
             }
