@@ -150,7 +150,7 @@ package func packedGEMM(_ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePoin
 /// Blocks for `packedGEMM` when A outgrows L2, where every strip would stream all of A: the
 /// columns go in groups of `n`, and each group block by block, `m` rows × `k` reduction steps of
 /// A staying in L2 while every strip of the group reads them, the group's sums kept in a grid
-/// (in L2 too) between blocks.
+/// in the scratch between blocks.
 package struct GEMMBlocks: Sendable {
     /// Reduction steps, rows (a multiple of 8, A's panels) and columns (a multiple of 48, the
     /// widest tile) of a block.
