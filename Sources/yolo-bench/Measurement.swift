@@ -28,28 +28,24 @@ func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptim
     Double(end - start) / 1e6
 }
 
-/// Wall time of each of `iters` uninstrumented forward passes in `ws` (as a session would run
-/// them), after `warmup` untimed ones.
-func forwardMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int) throws -> [Double] {
-    for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
-    return try (0..<iters).map { _ in
-        let start = DispatchTime.now().uptimeNanoseconds
-        _ = try network.forward(x, in: ws)
-        return milliseconds(since: start)
-    }
-}
-
-/// Per-layer wall times of `iters` instrumented passes (after `warmup` untimed ones), as
-/// [layer][iteration], and each layer's output shape. Layer i runs from the previous layer's
-/// `observe` callback (the call, for layer 0) to its own; the head, which has no callback,
-/// from the last callback to the return.
-func layerMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int) throws
-    -> (samples: [[Double]], shapes: [[Int]]) {
+/// Wall times of `iters` uninstrumented forward passes in `ws` (as a session would run them),
+/// after `warmup` untimed ones; with `perLayer`, each is followed by an instrumented pass whose
+/// layers are timed, as [layer][iteration], with each layer's output shape. The two alternate
+/// pass by pass: the machine's speed drifts over seconds, and series run one after the other
+/// would compare different stretches of it. Layer i runs from the previous layer's `observe`
+/// callback (the call, for layer 0) to its own; the head, which has no callback, from the last
+/// callback to the return.
+func forwardMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int,
+                         perLayer: Bool) throws -> (whole: [Double], layers: (samples: [[Double]], shapes: [[Int]])?) {
     for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
     let layers = network.nodes.count
-    var samples = [[Double]](repeating: [], count: layers)
+    var whole = [Double](), samples = [[Double]](repeating: [], count: layers)
     var shapes = [[Int]](repeating: [], count: layers)
     for _ in 0..<iters {
+        let start = DispatchTime.now().uptimeNanoseconds
+        _ = try network.forward(x, in: ws)
+        whole.append(milliseconds(since: start))
+        guard perLayer else { continue }
         var last = DispatchTime.now().uptimeNanoseconds
         let result = try network.forward(x, in: ws) { i, y in
             let now = DispatchTime.now().uptimeNanoseconds
@@ -60,7 +56,7 @@ func layerMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup
         samples[layers - 1].append(milliseconds(since: last))
         shapes[layers - 1] = result.outputShape
     }
-    return (samples, shapes)
+    return (whole, perLayer ? (samples, shapes) : nil)
 }
 
 /// OpenBLAS's sgemm throughput on a 1024³ product, the ceiling the per-layer GFLOP/s are

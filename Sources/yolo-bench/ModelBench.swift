@@ -4,8 +4,8 @@ import Tensor
 import YOLOCore
 import YOLONet
 
-/// `yolo-bench --model yolo26n`: whole-model latency per thread count, then a per-layer table
-/// from a separate instrumented pass, like llama-bench.
+/// `yolo-bench --model yolo26n`: whole-model latency per thread count, and a per-layer table
+/// from instrumented passes alternating with the timed ones, like llama-bench.
 struct ModelBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Measure whole-model and per-layer latency of a YOLO model.")
@@ -35,7 +35,7 @@ struct ModelBench: ParsableCommand {
     @Option(help: "Output format: \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
     var output: OutputFormat = .md
 
-    @Flag(inversion: .prefixedNo, help: "Time every top-level layer in a separate instrumented pass.")
+    @Flag(inversion: .prefixedNo, help: "Time every top-level layer in instrumented passes, one after each timed pass.")
     var perLayer = true
 
     @Option(help: "Also time this image through YOLOCore's prediction: decoding, preprocessing, inference, postprocessing.")
@@ -71,19 +71,21 @@ struct ModelBench: ParsableCommand {
         for repetition in 1...repetitions {
             for (t, peak) in setup.sgemmPeaks {
                 Parallel.width = t
-                let latency = Latency(samples: try forwardMilliseconds(network, x, in: ws, warmup: warmup, iters: iters))
-                let layers = perLayer ? try layerRecords(network, x, in: ws, flops: flops, sgemmPeak: peak) : nil
-                report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition, latency: latency,
-                                     layers: layers, pipeline: try pipeline?.measure(warmup: warmup, iters: iters)))
+                let (whole, layers) = try forwardMilliseconds(network, x, in: ws, warmup: warmup, iters: iters,
+                                                              perLayer: perLayer)
+                report.add(RunRecord(setup: setup, threads: t, sgemmPeak: peak, repetition: repetition,
+                                     latency: Latency(samples: whole),
+                                     layers: layers.map { layerRecords($0, network, flops: flops, sgemmPeak: peak) },
+                                     pipeline: try pipeline?.measure(warmup: warmup, iters: iters)))
             }
         }
         report.end()
     }
 
     /// The per-layer table of one instrumented series: median ms per layer, and its FLOP rate.
-    private func layerRecords(_ network: Network, _ x: Tensor, in ws: Workspace, flops: [Double],
-                              sgemmPeak: Double) throws -> [LayerRecord] {
-        let (samples, shapes) = try layerMilliseconds(network, x, in: ws, warmup: warmup, iters: iters)
+    private func layerRecords(_ series: (samples: [[Double]], shapes: [[Int]]), _ network: Network, flops: [Double],
+                              sgemmPeak: Double) -> [LayerRecord] {
+        let (samples, shapes) = series
         let ms = samples.map { Latency(samples: $0).median }
         let total = ms.reduce(0, +)
         return network.nodes.indices.map { i in

@@ -171,7 +171,7 @@ struct Report {
         let total = layers.reduce(0) { $0 + $1.ms }
         var lines = [
             "",
-            "\(title(run)): per layer, median of \(run.iters) instrumented passes "
+            "\(title(run)): per layer, median of \(run.iters) instrumented passes, each after a timed one "
                 + "(sgemm peak \(fixed(run.sgemmPeakGflops, 1)) GFLOP/s)",
             "",
             "| # | name | type | output shape | ms | % | GFLOP | GFLOP/s | % peak |",
