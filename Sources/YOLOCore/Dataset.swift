@@ -147,16 +147,12 @@ public struct Dataset: Sendable, Equatable {
                 files.append(source.path)
             }
         }
-        let images = files.filter { Dataset.imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
+        let images = files.filter { MediaFiles.imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
         guard !images.isEmpty else {
             throw DatasetError.noImages(split: split, sources: sources.map(\.path))
         }
         return images.map { URL(fileURLWithPath: $0) }
     }
-
-    /// Ultralytics' `IMG_FORMATS`: the files a split's folder contributes (only JPEG and PNG decode).
-    static let imageExtensions: Set = ["avif", "bmp", "dng", "heic", "heif", "jp2", "jpeg", "jpg", "mpo", "png",
-                                       "tif", "tiff", "webp"]
 
     /// Ultralytics `img2label_paths`: the last `/images/` of the path becomes `/labels/` and the
     /// extension `.txt`.
@@ -340,7 +336,7 @@ public enum DatasetError: Error, LocalizedError, Equatable {
         case let .missingImages(path, split, source): "\(split) images of \(path) not found: \(source) does not exist"
         case let .noImages(split, sources):
             "no images in the \(split) split (\(sources.joined(separator: ", "))); image extensions are "
-                + Dataset.imageExtensions.sorted().joined(separator: ", ")
+                + MediaFiles.imageExtensions.sorted().joined(separator: ", ")
         case let .noValidImages(split, problems):
             "no valid images in the \(split) split:\n  " + problems.joined(separator: "\n  ")
         }

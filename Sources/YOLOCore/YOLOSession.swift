@@ -31,8 +31,8 @@ public final class YOLOSession: Sendable {
         /// A video file or stream URL, anything ffmpeg opens (mp4, mkv, avi, webm, rtsp, http),
         /// decoded by an `ffmpeg` subprocess exactly as OpenCV reads it.
         case video(URL)
-        /// JPEG or PNG files in this order; a directory stands for its images and a pattern
-        /// (`frames/*.png`) for the files it matches, in natural order (`img2` before `img10`).
+        /// JPEG or PNG files in this order; a directory, or a pattern (`frames/*.png`), stands for
+        /// its JPEG and PNG files in natural order (`img2` before `img10`).
         case images([URL])
         /// Raw BGR24 frames of `width` × `height` on standard input, back to back.
         case stdin(width: Int, height: Int)
@@ -347,7 +347,7 @@ private enum Input: Sendable {
             try Image.checkSize(width: width, height: height, source: "stdin")
             self = .raw(FrameReader(fd: STDIN_FILENO, width: width, height: height, source: "stdin"))
         case let .images(urls):
-            self = .images(try urls.flatMap(Input.expand))
+            self = .images(try urls.flatMap { try MediaFiles.expand($0, keeping: MediaFiles.decodable, kind: "JPEG or PNG image") })
         case let .frames(stream):
             self = .frames(stream)
         }
@@ -364,34 +364,6 @@ private enum Input: Sendable {
 
     var decoder: VideoDecoder? {
         if case let .video(decoder, _) = self { decoder } else { nil }
-    }
-
-    /// A directory's JPEG and PNG files, or the files a pattern (`frames/*.png`) matches, in
-    /// natural order; any other URL as it is.
-    private static func expand(_ url: URL) throws -> [URL] {
-        func natural(_ a: String, _ b: String) -> Bool { a.compare(b, options: .numeric) == .orderedAscending }
-        var isDirectory: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-        if !exists && url.path.contains(where: { "*?[".contains($0) }) {
-            var matches = glob_t()
-            defer { globfree(&matches) }
-            guard glob(url.path, 0, nil, &matches) == 0 else {
-                throw SourceError.cannotOpen(source: url.path, reason: "no file matches the pattern")
-            }
-            return (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }
-                .sorted(by: natural).map { URL(fileURLWithPath: $0) }
-        }
-        guard exists, isDirectory.boolValue else { return [url] }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: url.path)
-        } catch {
-            throw SourceError.cannotOpen(source: url.path, reason: error.localizedDescription)
-        }
-        let images = names.filter { ["jpg", "jpeg", "png"].contains(($0 as NSString).pathExtension.lowercased()) }
-            .sorted(by: natural)
-        guard !images.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no .jpg, .jpeg or .png file") }
-        return images.map { url.appendingPathComponent($0) }
     }
 
     /// Reads every frame into `queue`, then finishes it with the error the source ended with.

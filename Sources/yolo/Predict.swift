@@ -248,9 +248,9 @@ struct PredictOptions: ParsableArguments {
         }
     }
 
-    /// `--source` as the items of the run: stdin, a stream URL, or files (a file, a folder's
-    /// images and videos sorted by name, or a pattern's matches). Files with Ultralytics' image
-    /// extensions that are not JPEG or PNG are items too, reported as skipped.
+    /// `--source` as the items of the run: stdin, a stream URL, or files (a file, or a folder's
+    /// or a pattern's images and videos in natural order, `MediaFiles`). Files with Ultralytics'
+    /// image extensions that are not JPEG or PNG are items too, reported as skipped.
     private func inputs() throws -> [Input] {
         if source == "-" {
             guard let frameSize else {
@@ -266,27 +266,15 @@ struct PredictOptions: ParsableArguments {
         if source.contains("://"), let url = URL(string: source), url.scheme != nil, !url.isFileURL {
             return [.frames(.video(url), name: source)]
         }
-        let images: Set = ["jpg", "jpeg", "png", "bmp", "dng", "mpo", "tif", "tiff", "webp", "pfm", "heic"]
-        let videos: Set = ["asf", "avi", "gif", "m4v", "mkv", "mov", "mp4", "mpeg", "mpg", "ts", "wmv", "webm"]
-        func kind(_ path: String) -> Input? {
-            let ext = (path as NSString).pathExtension.lowercased(), url = URL(fileURLWithPath: path)
-            return images.contains(ext) ? .image(url) : videos.contains(ext) ? .frames(.video(url), name: path) : nil
+        let url = URL(fileURLWithPath: source)
+        let files = try MediaFiles.expand(url, keeping: MediaFiles.imageExtensions.union(MediaFiles.videoExtensions),
+                                          kind: "image or video")
+        if files == [url] && !FileManager.default.fileExists(atPath: source) {
+            throw CommandFailure(message: "source \(source) does not exist")
         }
-        let fm = FileManager.default
-        var isDirectory: ObjCBool = false
-        if fm.fileExists(atPath: source, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { return [kind(source) ?? .image(URL(fileURLWithPath: source))] }
-            let items = try fm.contentsOfDirectory(atPath: source).sorted()
-                .compactMap { kind(URL(fileURLWithPath: source).appendingPathComponent($0).path) }
-            guard !items.isEmpty else { throw CommandFailure(message: "no images or videos in folder \(source)") }
-            return items
+        return files.map { file in
+            MediaFiles.videoExtensions.contains(file.pathExtension.lowercased()) ? .frames(.video(file), name: file.path) : .image(file)
         }
-        var matches = glob_t()
-        defer { globfree(&matches) }
-        guard glob(source, 0, nil, &matches) == 0 else { throw CommandFailure(message: "source \(source) does not exist") }
-        let items = (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.sorted().compactMap(kind)
-        guard !items.isEmpty else { throw CommandFailure(message: "no images or videos match \(source)") }
-        return items
     }
 
     /// labels/<stem>.txt in Ultralytics' `save_txt` formats with `save_conf`, numbers as `%g`:

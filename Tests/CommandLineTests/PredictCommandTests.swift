@@ -36,6 +36,32 @@ final class PredictCommandTests: CommandTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/predict/exp2/bus.jpg").path))
     }
 
+    /// A folder or a pattern runs its images and videos in natural order, as `YOLOSession` does;
+    /// a folder or pattern with none, or a path that does not exist, is a one-line error.
+    func testFolderAndPatternInNaturalOrder() throws {
+        let folder = scratch.appendingPathComponent("frames")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in ["img10.jpg", "img2.JPG", "img1.jpg"] {
+            try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent(name))
+        }
+        try Data("notes".utf8).write(to: folder.appendingPathComponent("img3.txt"))
+        for source in [folder.path, folder.path + "/img*"] {
+            let result = try yolo(["predict", "--model", "yolo26n", "--imgsz", "64", "--source", source, "--save-json", "out.json"])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["img1.jpg", "img2.JPG", "img10.jpg"], source)
+        }
+        let empty = scratch.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        for (source, message) in [(empty.path, "cannot open \(empty.path): the directory holds no image or video"),
+                                  (folder.path + "/*.txt", "cannot open \(folder.path)/*.txt: no image or video among the files the pattern matches"),
+                                  (folder.path + "/none*", "cannot open \(folder.path)/none*: no file matches the pattern"),
+                                  (folder.path + "/none.jpg", "source \(folder.path)/none.jpg does not exist")] {
+            let result = try yolo(["predict", "--source", source])
+            XCTAssertEqual(result.status, 1, source)
+            XCTAssertEqual(result.stderr, "Error: \(message)\n", source)
+        }
+    }
+
     /// Label lines of `labels/<stem>.txt` in run `name`, split into fields.
     private func labels(_ name: String, _ stem: String) throws -> [[Substring]] {
         try String(contentsOf: scratch.appendingPathComponent("runs/predict/\(name)/labels/\(stem).txt"), encoding: .utf8)

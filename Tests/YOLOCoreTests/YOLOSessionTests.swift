@@ -48,6 +48,11 @@ final class YOLOSessionTests: XCTestCase {
             XCTAssertEqual(error as? SourceError, .cannotOpen(source: directory.appendingPathComponent("none*.jpg").path,
                                                               reason: "no file matches the pattern"))
         }
+        let notes = try Fixtures.temporaryDirectory(self)
+        try Data("notes".utf8).write(to: notes.appendingPathComponent("notes.txt"))
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .images([notes]))) { error in
+            XCTAssertEqual(error as? SourceError, .cannotOpen(source: notes.path, reason: "the directory holds no JPEG or PNG image"))
+        }
     }
 
     /// `frameStride` 3 reads frames 2, 5, 8, … as Ultralytics' `vid_stride` does.
