@@ -260,6 +260,8 @@ final class FrameQueue: Sendable {
 
     var dropped: Int { state.withLock { $0.dropped } }
     var failure: (any Error)? { state.withLock { $0.failure } }
+    /// The consumer has stopped (`close()`).
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Hands `frame` to the consumer, waiting for room unless stale frames drop; false once the
     /// consumer has stopped.
@@ -378,7 +380,7 @@ private enum Input: Sendable {
                 }
                 try await Input.offload { [index] in try decoder.finish(frames: index) }
             case let .raw(reader):
-                while let image = try await Input.offload({ [index] in try reader.next(index: index) }) {
+                while let image = try await Input.offload({ [index] in try reader.next(index: index, stopped: { queue.isClosed }) }) {
                     guard await queue.put(Frame(index: index, image: image, name: nil)) else { return }
                     index += 1
                 }

@@ -195,6 +195,37 @@ final class VideoTests: XCTestCase {
         XCTAssertEqual(session.error as? SourceError, .partialFrame(source: "stdin", frame: 2, bytes: 100, expected: frameBytes))
     }
 
+    /// A stopped stdin session's reader takes none of the bytes that follow: the next session on
+    /// stdin gets them whole.
+    func testStoppedStdinSessionLeavesTheInput() async throws {
+        let (width, height) = (32, 24), frameBytes = 32 * 24 * 3
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&ends), 0)
+        let savedStdin = dup(STDIN_FILENO)
+        XCTAssertEqual(dup2(ends[0], STDIN_FILENO), STDIN_FILENO)
+        close(ends[0])
+        defer {
+            dup2(savedStdin, STDIN_FILENO)
+            close(savedStdin)
+        }
+        let frame = [UInt8](repeating: 128, count: frameBytes)
+        let model = try Fixtures.model("yolo26n", imageSize: 64)
+        let first = try YOLOSession(model: model, source: .stdin(width: width, height: height))
+        XCTAssertEqual(frame.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, frameBytes)
+        var results = first.results.makeAsyncIterator()
+        let result = await results.next()
+        XCTAssertEqual(result?.frame, 0)
+        first.stop()
+        XCTAssertEqual(frame.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, frameBytes)
+        close(ends[1])
+
+        let second = try YOLOSession(model: model, source: .stdin(width: width, height: height))
+        var frames = [Int]()
+        for await result in second.results { frames.append(result.frame!) }
+        XCTAssertNil(second.error)
+        XCTAssertEqual(frames, [0])
+    }
+
     /// Sizes without pixels, over the pixel budget, or whose product overflows are typed errors.
     func testStdinFrameSizesOutOfRangeThrow() throws {
         let model = try Fixtures.model("yolo26n", imageSize: 64)
