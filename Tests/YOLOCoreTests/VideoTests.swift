@@ -169,21 +169,27 @@ final class VideoTests: XCTestCase {
         }
     }
 
-    /// Raw frames on stdin: whole frames are delivered, a cut one is `partialFrame`.
-    func testStdinClosingMidFrame() async throws {
-        let (width, height) = (32, 24), frameBytes = 32 * 24 * 3
+    /// A pipe in stdin's place until the test ends: its write end.
+    private func stdinPipe() -> Int32 {
         var ends: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&ends), 0)
         let savedStdin = dup(STDIN_FILENO)
         XCTAssertEqual(dup2(ends[0], STDIN_FILENO), STDIN_FILENO)
         close(ends[0])
-        defer {
+        addTeardownBlock {
             dup2(savedStdin, STDIN_FILENO)
             close(savedStdin)
         }
+        return ends[1]
+    }
+
+    /// Raw frames on stdin: whole frames are delivered, a cut one is `partialFrame`.
+    func testStdinClosingMidFrame() async throws {
+        let (width, height) = (32, 24), frameBytes = 32 * 24 * 3
+        let input = stdinPipe()
         let bytes = [UInt8](repeating: 128, count: frameBytes * 2 + 100)
-        XCTAssertEqual(bytes.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, bytes.count)
-        close(ends[1])
+        XCTAssertEqual(bytes.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }, bytes.count)
+        close(input)
 
         let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .stdin(width: width, height: height))
         var frames = [Int]()
@@ -199,25 +205,17 @@ final class VideoTests: XCTestCase {
     /// stdin gets them whole.
     func testStoppedStdinSessionLeavesTheInput() async throws {
         let (width, height) = (32, 24), frameBytes = 32 * 24 * 3
-        var ends: [Int32] = [0, 0]
-        XCTAssertEqual(pipe(&ends), 0)
-        let savedStdin = dup(STDIN_FILENO)
-        XCTAssertEqual(dup2(ends[0], STDIN_FILENO), STDIN_FILENO)
-        close(ends[0])
-        defer {
-            dup2(savedStdin, STDIN_FILENO)
-            close(savedStdin)
-        }
+        let input = stdinPipe()
         let frame = [UInt8](repeating: 128, count: frameBytes)
         let model = try Fixtures.model("yolo26n", imageSize: 64)
         let first = try YOLOSession(model: model, source: .stdin(width: width, height: height))
-        XCTAssertEqual(frame.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, frameBytes)
+        XCTAssertEqual(frame.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }, frameBytes)
         var results = first.results.makeAsyncIterator()
         let result = await results.next()
         XCTAssertEqual(result?.frame, 0)
         first.stop()
-        XCTAssertEqual(frame.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, frameBytes)
-        close(ends[1])
+        XCTAssertEqual(frame.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }, frameBytes)
+        close(input)
 
         let second = try YOLOSession(model: model, source: .stdin(width: width, height: height))
         var frames = [Int]()
