@@ -39,8 +39,8 @@ package enum MediaFiles {
         } catch {
             throw SourceError.cannotOpen(source: url.path, reason: error.localizedDescription)
         }
-        let kept = names.filter(kept).sorted(by: natural)
-        guard !kept.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no \(kind)") }
-        return kept.map { url.appendingPathComponent($0) }
+        let files = names.filter(kept).sorted(by: natural)
+        guard !files.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no \(kind)") }
+        return files.map { url.appendingPathComponent($0) }
     }
 }
