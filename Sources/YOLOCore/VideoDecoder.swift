@@ -44,22 +44,22 @@ struct FrameReader: Sendable {
     let source: String
 
     /// Frame `index`, blocking until all its bytes arrive; nil when the input ends before it, or
-    /// when `stopped()` is true before its first byte (asked every 50 ms while the input is idle):
-    /// a stopped session's reader takes no bytes that a later reader of the same input should get.
+    /// when `stopped()` is true before its first byte (asked as bytes arrive, and every 50 ms
+    /// while the input is idle): a stopped session's reader takes no bytes that a later reader of
+    /// the same input should get.
     func next(index: Int, stopped: () -> Bool = { false }) throws -> Image? {
         let size = width * height * 3
         var bytes = [UInt8](repeating: 0, count: size)
         var filled = 0
         while filled < size {
             if filled == 0 {
-                if stopped() { return nil }
                 var idle = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&idle, 1, 50)
                 if ready < 0 && errno != EINTR {
                     throw SourceError.readFailed(source: source, reason: String(cString: strerror(errno)))
                 }
-                if ready <= 0 { continue }
                 if stopped() { return nil }
+                if ready <= 0 { continue }
             }
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, size - filled) }
             if n > 0 {
