@@ -162,8 +162,9 @@ package struct GEMMBlocks: Sendable {
     }
 
     /// The blocks for an M × K product whose A (4 · M · K bytes) is larger than
-    /// `largestUnblocked`, nil for a smaller one: 256 rows × 170 steps of A (170 KB, a third of
-    /// a 512 KB L2), 480 columns (20 strips of 24, 10 of 48).
+    /// `largestUnblocked`, nil for a smaller one: 256 rows × 170 steps of A, a third of the
+    /// smallest L2 the targeted cores have, so it stays there beside B's panels and the grid's
+    /// rows it meets; 480 columns (20 strips of 24, 10 of 48).
     package static func forProduct(m: Int, k: Int) -> GEMMBlocks? {
         4 * m * k > largestUnblocked ? GEMMBlocks(k: 170, m: 256, n: 480) : nil
     }
