@@ -18,6 +18,9 @@ static inline void prefetchL2(const void *p) { __builtin_prefetch(p, 0, 2); }
 // Asks for the cache line holding `p` to be brought into L1 (prefetcht0).
 static inline void prefetchL1(const void *p) { __builtin_prefetch(p, 0, 3); }
 
+// Asks for the cache line holding `p` to be brought into L1 for writing (prefetchw).
+static inline void prefetchWrite(const void *p) { __builtin_prefetch(p, 1, 3); }
+
 // acc + the sums of the four products of a's unsigned bytes with w's signed ones in each 32-bit
 // lane: `vpdpbusd` where the build targets VNNI (AVX-512 or AVX), else `vpmaddubsw` (pairs into
 // saturating Int16s), `vpmaddwd` by ones and `vpaddd`. The two agree while no pair exceeds Int16:

@@ -94,6 +94,11 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         // Each step's row two strips on, into L1: the rows are too many streams for the hardware
         // prefetcher, and the tiles read them in place.
         for i in 0..<steps { prefetchL1(b + rows[i] + q + 32) }
+        // C's lines two strips on, for writing: a strip starts a line in each of C's M rows,
+        // also too many streams for the prefetcher, and every store would wait on its line.
+        if direct {
+            for r in 0..<m { prefetchWrite(c + r * ldc + start + 32) }
+        }
         var unseen = Unseen()
         for first in stride(from: 0, to: m, by: 4) {
             let count = min(4, m - first)
