@@ -66,9 +66,9 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// Computes B's columns `columns` (a grid of rows `runs.stride` wide) into C's: grid column q
 /// is C's column q / stride · length + q % stride, and grid columns with q % stride ≥ length
 /// are dropped. C and the residual (C's layout) have leading dimension `ldc`. B is read up to
-/// the columns' end rounded up to a multiple of 8.
+/// 7 columns past the columns' end.
 ///
-/// Columns go in strips of 16, then 8; a 4-row × 16-column tile keeps its 8 accumulators in
+/// Columns go in strips of 16 or 8; a 4-row × 16-column tile keeps its 8 accumulators in
 /// registers over the whole reduction: `dotAccumulate` adds the products of a column's 4 bytes
 /// with the row's 4 weights to the Int32 sums, by `vpdpbusd` on VNNI builds, else `vpmaddubsw`
 /// into Int16 pairs (255 · 63 · 2 < 2¹⁵: no saturation) and `vpmaddwd` by ones. A strip within
@@ -115,14 +115,23 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
                      &bounds)
         }
     }
+    // Strips follow C's runs, past the grid's junk columns: within a run each is finished
+    // straight into C; only a run's last < 8 columns take a strip across into the next run.
     var q = columns.lowerBound
-    while q + 16 <= columns.upperBound {
-        strip(Int8Columns16.self, at: q, &bounds)
-        q += 16
-    }
     while q < columns.upperBound {
-        strip(Int8Columns8.self, at: q, &bounds)
-        q += 8
+        let x = q % runs.stride
+        guard x < runs.length else {
+            q += runs.stride - x
+            continue
+        }
+        let rest = min(runs.length - x, columns.upperBound - q)
+        if rest >= 16 || (rest < 8 && q + 16 <= columns.upperBound) {
+            strip(Int8Columns16.self, at: q, &bounds)
+            q += 16
+        } else {
+            strip(Int8Columns8.self, at: q, &bounds)
+            q += 8
+        }
     }
     UnsafeMutableRawPointer(extent).storeBytes(of: bounds.lo, as: __m256.self)
     UnsafeMutableRawPointer(extent + 8).storeBytes(of: bounds.hi, as: __m256.self)

@@ -6,21 +6,23 @@ import XCTest
 /// `int8GEMM` against plain integer loops: odd shapes, rows of B at scattered offsets, the
 /// extremes of both operands (no Int16 saturation), and the float epilogue.
 final class Int8GEMMTests: XCTestCase {
-    /// `n` grid columns in runs of `runs.length` every `runs.stride` (nil: one run).
-    private func check(m: Int, steps: Int, n: Int, runs: (length: Int, stride: Int)? = nil, extremes: Bool = false,
-                       epilogue: Bool, residual: Bool = false, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+    /// Grid columns `first ..< n` (a thread's part when first > 0) in runs of `runs.length` every
+    /// `runs.stride` (nil: one run).
+    private func check(m: Int, steps: Int, first: Int = 0, n: Int, runs: (length: Int, stride: Int)? = nil,
+                       extremes: Bool = false, epilogue: Bool, residual: Bool = false, seed: UInt64,
+                       file: StaticString = #filePath, line: UInt = #line) {
         var g = SeededGenerator(seed: seed)
         func weightByte() -> UInt32 {
             UInt32(UInt8(bitPattern: extremes ? (Bool.random(using: &g) ? 63 : -63) : Int8.random(in: -63...63, using: &g)))
         }
-        // A: [⌈m/4⌉][steps][4][4 bytes], zero rows past m; B: rows of ldb columns, read up to n rounded up to 8.
+        // A: [⌈m/4⌉][steps][4][4 bytes], zero rows past m; B: rows of ldb columns, read up to 7 past n.
         var a = [UInt32](repeating: 0, count: (m + 3) / 4 * steps * 4)
         for r in 0..<m {
             for i in 0..<steps {
                 a[(r / 4 * steps + i) * 4 + r % 4] = (0..<4).reduce(0) { $0 | weightByte() << (8 * $1) }
             }
         }
-        let ldb = (n + 7) / 8 * 8 + 5
+        let ldb = n + 12
         let b = (0..<(steps * ldb)).map { _ in extremes ? UInt32.max : UInt32.random(in: 0...UInt32.max, using: &g) }
         let rows = (0..<steps).map { ($0 * 7 % steps) * ldb }
         let offsets = (0..<m).map { _ in epilogue ? Int32.random(in: -1000...1000, using: &g) : 0 }
@@ -28,29 +30,31 @@ final class Int8GEMMTests: XCTestCase {
         let bias = (0..<m).map { _ in epilogue ? Float.random(in: -1...1, using: &g) : 0 }
         let (length, stride) = runs ?? (n, n)
         // C's columns: the grid columns q with q % stride < length, at q / stride · length + q % stride.
-        let kept = (0..<n).filter { $0 % stride < length }, ldc = kept.count + 3
+        func column(_ q: Int) -> Int { q / stride * length + q % stride }
+        let kept = (first..<n).filter { $0 % stride < length }, ldc = (0..<n).filter { $0 % stride < length }.count + 3
+        let written = Set(kept.map(column))
         let res = (0..<(m * ldc)).map { _ in residual ? Float.random(in: -1...1, using: &g) : 0 }
         var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 128)
         var extent = Self.emptyExtent
         c.withUnsafeMutableBufferPointer { pc in
-            int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: 0..<n, runs: (length, stride), c: pc.baseAddress!,
+            int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: first..<n, runs: (length, stride), c: pc.baseAddress!,
                      ldc: ldc, residual: residual ? res : nil,
                      Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none), staging: &staging,
                      extent: &extent)
         }
-        let written = (0..<m).flatMap { r in c[(r * ldc)..<(r * ldc + kept.count)] }
-        checkExtent(extent, of: written, "m \(m) steps \(steps) n \(n) runs \(length)/\(stride)", file: file, line: line)
+        checkExtent(extent, of: (0..<m).flatMap { r in kept.map { c[r * ldc + column($0)] } },
+                    "m \(m) steps \(steps) n \(n) runs \(length)/\(stride)", file: file, line: line)
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for r in 0..<m {
-            for (out, q) in kept.enumerated() {
-                let expected = Float(sums[r * n + q] - offsets[r]) * scales[r] + bias[r] + res[r * ldc + out]
+            for q in kept {
+                let out = column(q), expected = Float(sums[r * n + q] - offsets[r]) * scales[r] + bias[r] + res[r * ldc + out]
                 guard c[r * ldc + out] == expected else {
                     return XCTFail("m \(m) steps \(steps) n \(n) runs \(length)/\(stride): C[\(r), \(out)] = "
                                    + "\(c[r * ldc + out]), expected \(expected)", file: file, line: line)
                 }
             }
-            for out in kept.count..<ldc where !c[r * ldc + out].isNaN {
-                return XCTFail("m \(m) n \(n): C[\(r), \(out)] past the last column written", file: file, line: line)
+            for out in 0..<ldc where !written.contains(out) && !c[r * ldc + out].isNaN {
+                return XCTFail("m \(m) n \(n): C[\(r), \(out)] outside the columns written", file: file, line: line)
             }
         }
     }
@@ -85,6 +89,11 @@ final class Int8GEMMTests: XCTestCase {
             seed += 1
         }
         check(m: 5, steps: 3, n: 37, epilogue: true, residual: true, seed: 9)
+        // Parts starting in a run's last columns, in junk columns, and mid-run.
+        for (first, n, length, stride) in [(18, 70, 20, 22), (41, 88, 20, 22), (5, 50, 16, 17), (3, 30, 5, 8)] {
+            check(m: 5, steps: 4, first: first, n: n, runs: (length, stride), epilogue: true, residual: first % 2 == 1,
+                  seed: UInt64(first))
+        }
     }
 
     /// Bytes of 255 times weights of ±63: every Int16 pair sum at its largest magnitude.
