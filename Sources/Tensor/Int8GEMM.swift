@@ -22,7 +22,8 @@ package struct Int8Epilogue {
     /// the residual (C's layout), by `finishRows` as `Epilogue.finish`; SiLU and the
     /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
     /// quantization already moves the sums by far more. Each vector stored also goes to `seen`.
-    @inline(never)
+    /// Inlined into the tile: as a call it cost its prologue and the constants' loads every tile.
+    @inline(__always)
     func finish<O: StoreObserver>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>,
                                   ldc: Int, width: Int, residual: UnsafePointer<Float>?, _ seen: inout O) {
         switch activation {
@@ -221,9 +222,8 @@ struct Int8Columns8: Int8Columns {
 /// Rows `first ..< first + count` (count ≤ 4; a panel's padding rows are computed and dropped) of
 /// C (and of the residual) from the panel at `a`, columns 0 ..< C.width from `b` + each step's
 /// row offset. With an activation or a residual, the sums go to `staging` (64 floats, in L1) and
-/// `Int8Epilogue.finish` takes them to C in one call a tile: called per row, the activation's
-/// constants and the call's spills cost more than the products of a short reduction. The
-/// values stored in C go to `seen`.
+/// `Int8Epilogue.finish` takes them to C once a tile: per row, the activation's constants cost
+/// more than the products of a short reduction. The values stored in C go to `seen`.
 @inline(__always)
 func int8Tile<C: Int8Columns, O: StoreObserver>(
     _: C.Type, a: UnsafePointer<UInt32>, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>, first: Int,
