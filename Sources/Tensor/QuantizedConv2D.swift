@@ -161,8 +161,11 @@ struct QuantizedPlanes {
             var ix = 0
             // Whole groups of 8 pixels, stored whole (stride 1) or split by phase.
             if p.strideW <= 2 {
+                // Groups start up to `end`: whole in the input, their plane columns below `width`.
+                // Found once: a division per group cost more than the group's packs.
+                let end = min(w, p.strideW * width - p.padW) - 8
                 let phase = out + p.padW % 2 * planeSize, other = out + (1 - p.padW % 2) * planeSize
-                while ix + 8 <= w && (ix + p.padW + p.strideW - 1) / p.strideW + 8 / p.strideW <= width {
+                while ix <= end {
                     let c = row + ix
                     @inline(__always) func load(_ k: Int) -> Vec8 { k < present ? (c + k * hw).vector(0) : Vec8() }
                     let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
