@@ -18,7 +18,8 @@ static inline void prefetchL2(const void *p) { __builtin_prefetch(p, 0, 2); }
 // Asks for the cache line holding `p` to be brought into L1 (prefetcht0).
 static inline void prefetchL1(const void *p) { __builtin_prefetch(p, 0, 3); }
 
-// Asks for the cache line holding `p` to be brought into L1 for writing (prefetchw).
+// Asks for the cache line holding `p` to be brought into L1 for writing (prefetchw where the
+// target has it, else prefetcht0).
 static inline void prefetchWrite(const void *p) { __builtin_prefetch(p, 1, 3); }
 
 // acc + the sums of the four products of a's unsigned bytes with w's signed ones in each 32-bit

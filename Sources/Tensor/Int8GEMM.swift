@@ -84,6 +84,10 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,
                       extent: UnsafeMutablePointer<Float>) {
+    // A grid without junk columns is one run: C's rows follow one another, so no strip need
+    // stop at a row's end.
+    let whole = max(1, columns.upperBound)
+    let runs = runs.length == runs.stride ? (length: whole, stride: whole) : runs
     var bounds = Bounds(UnsafePointer(extent))
     func strip<C: Int8Columns>(_: C.Type, at q: Int, _ observer: inout Bounds) {
         // A local copy, kept in registers across the stores to C (`finishRows`).

@@ -89,8 +89,10 @@ final class Int8GEMMTests: XCTestCase {
             seed += 1
         }
         check(m: 5, steps: 3, n: 37, epilogue: true, residual: true, seed: 9)
-        // Parts starting in a run's last columns, in junk columns, and mid-run.
-        for (first, n, length, stride) in [(18, 70, 20, 22), (41, 88, 20, 22), (5, 50, 16, 17), (3, 30, 5, 8)] {
+        // Parts starting in a run's last columns, in junk columns, and mid-run; rows without junk
+        // columns (one run).
+        for (first, n, length, stride) in [(18, 70, 20, 22), (41, 88, 20, 22), (42, 88, 20, 22), (5, 50, 16, 17),
+                                           (3, 30, 5, 8), (4, 60, 20, 20)] {
             check(m: 5, steps: 4, first: first, n: n, runs: (length, stride), epilogue: true, residual: first % 2 == 1,
                   seed: UInt64(first))
         }
