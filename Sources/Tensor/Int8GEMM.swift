@@ -22,7 +22,7 @@ package struct Int8Epilogue {
     /// the residual (C's layout), by `finishRows` as `Epilogue.finish`; SiLU and the
     /// sigmoid divide by `vrcpps` and a Newton step (a few ULP from a division, and cheaper), since
     /// quantization already moves the sums by far more. Each vector stored also goes to `seen`.
-    /// Inlined into the tile: as a call it cost its prologue and the constants' loads every tile.
+    /// Inlined into the tile, so no tile pays a call's prologue and a reload of SiLU's constants.
     @inline(__always)
     func finish<O: StoreObserver>(rows: Range<Int>, sums: UnsafePointer<Float>, ld: Int, c: UnsafeMutablePointer<Float>,
                                   ldc: Int, width: Int, residual: UnsafePointer<Float>?, _ seen: inout O) {

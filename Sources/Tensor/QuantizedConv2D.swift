@@ -161,8 +161,8 @@ struct QuantizedPlanes {
             var ix = 0
             // Whole groups of 8 pixels, stored whole (stride 1) or split by phase.
             if p.strideW <= 2 {
-                // Groups start up to `end`: whole in the input, their plane columns below `width`.
-                // Found once: a division per group cost more than the group's packs.
+                // Groups start up to `end` (whole in the input, their plane columns below `width`),
+                // found once a row: tested per group, it is a division by the stride each time.
                 let end = min(w, p.strideW * width - p.padW) - 8
                 let phase = out + p.padW % 2 * planeSize, other = out + (1 - p.padW % 2) * planeSize
                 while ix <= end {
