@@ -80,15 +80,26 @@ private enum SigmoidByReciprocal: ActivationFunction {
 /// pass), taken from the registers they are stored from (a strip across runs: from staging plus
 /// the residual, as `copy` adds them), so that the next convolution need not find its input's
 /// range.
+///
+/// With a `panel` (`int8PanelBytes(steps:)`, 64-byte aligned), each strip first copies its B rows
+/// there one after another, and its tiles read them from there: one stream instead of a row a
+/// step, worth its copy where the rows are spread over a stride's phase planes and many tiles
+/// read them.
 package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafePointer<UInt32>, rows: UnsafePointer<Int>,
                       columns: Range<Int>, runs: (length: Int, stride: Int), c: UnsafeMutablePointer<Float>, ldc: Int,
                       residual: UnsafePointer<Float>?, _ epilogue: Int8Epilogue, staging: UnsafeMutablePointer<Float>,
-                      extent: UnsafeMutablePointer<Float>) {
+                      extent: UnsafeMutablePointer<Float>, panel: UnsafeMutableRawPointer? = nil) {
     // A grid without junk columns is one run: C's rows follow one another, so no strip need
     // stop at a row's end.
     let whole = max(1, columns.upperBound)
     let runs = runs.length == runs.stride ? (length: whole, stride: whole) : runs
     var bounds = Bounds(UnsafePointer(extent))
+    // The panel: steps rows of 16 columns, then their offsets.
+    let packed = panel.map { panel in
+        let offsets = (panel + 64 * steps).bindMemory(to: Int.self, capacity: steps)
+        for i in 0..<steps { offsets[i] = 16 * i }
+        return (b: panel.bindMemory(to: UInt32.self, capacity: 16 * steps), rows: UnsafePointer(offsets))
+    }
     func strip<C: Int8Columns>(_: C.Type, at q: Int, _ observer: inout Bounds) {
         // A local copy, kept in registers across the stores to C (`finishRows`).
         var bounds = observer
@@ -99,6 +110,11 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         // Each step's row two strips on, into L1: the rows are too many streams for the hardware
         // prefetcher, and the tiles read them in place.
         for i in 0..<steps { prefetchL1(b + rows[i] + q + 32) }
+        var (b, rows) = (b + q, rows)
+        if let packed {
+            for i in 0..<steps { C(loading: b + rows[i]).write(to: packed.b + 16 * i) }
+            (b, rows) = (UnsafePointer(packed.b), packed.rows)
+        }
         // C's lines two strips on, for writing: a strip starts a line in each of C's M rows,
         // also too many streams for the prefetcher, and every store would wait on its line.
         if direct {
@@ -108,12 +124,12 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         for first in stride(from: 0, to: m, by: 4) {
             let count = min(4, m - first)
             if direct {
-                int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
+                int8Tile(C.self, a: a + first * steps, steps: steps, b: b, rows: rows, first: first, count: count,
                          c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue, staging: staging + 64,
                          &bounds)
                 continue
             }
-            int8Tile(C.self, a: a + first * steps, steps: steps, b: b + q, rows: rows, first: first, count: count,
+            int8Tile(C.self, a: a + first * steps, steps: steps, b: b, rows: rows, first: first, count: count,
                      c: staging - first * C.width, ldc: C.width, residual: nil, epilogue, staging: staging + 64, &unseen)
             copyRuns(staging, width: C.width, rows: first..<(first + count),
                      columns: q..<min(q + C.width, columns.upperBound), runs: runs, to: c, ldc: ldc, residual: residual,
@@ -141,6 +157,9 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
     UnsafeMutableRawPointer(extent).storeBytes(of: bounds.lo, as: __m256.self)
     UnsafeMutableRawPointer(extent + 8).storeBytes(of: bounds.hi, as: __m256.self)
 }
+
+/// The bytes `int8GEMM`'s panel takes.
+package func int8PanelBytes(steps: Int) -> Int { steps * (64 + MemoryLayout<Int>.stride) }
 
 /// Lane-wise bounds of the floats `int8GEMM` stores, kept in registers.
 struct Bounds: StoreObserver {
@@ -178,6 +197,8 @@ protocol Int8Columns {
     /// self += the products of `weights` (4 bytes broadcast) with `b`'s columns, 4 bytes each.
     mutating func add(_ weights: __m256i, times b: Self)
     init(loading p: UnsafePointer<UInt32>)
+    /// The columns' bytes at `p` (32-byte aligned).
+    func write(to p: UnsafeMutablePointer<UInt32>)
     /// Row `row`'s sums as floats with the bias, at `c`, each vector also to `seen`.
     func store<O: StoreObserver>(row: Int, at c: UnsafeMutablePointer<Float>, _ epilogue: Int8Epilogue, _ seen: inout O)
 }
@@ -191,6 +212,12 @@ struct Int8Columns16: Int8Columns {
     init(loading p: UnsafePointer<UInt32>) {
         v0 = UnsafeRawPointer(p).loadUnaligned(as: __m256i.self)
         v1 = UnsafeRawPointer(p + 8).loadUnaligned(as: __m256i.self)
+    }
+
+    @inline(__always)
+    func write(to p: UnsafeMutablePointer<UInt32>) {
+        UnsafeMutableRawPointer(p).storeBytes(of: v0, as: __m256i.self)
+        UnsafeMutableRawPointer(p + 8).storeBytes(of: v1, as: __m256i.self)
     }
 
     @inline(__always)
@@ -213,6 +240,9 @@ struct Int8Columns8: Int8Columns {
 
     @inline(__always)
     init(loading p: UnsafePointer<UInt32>) { v0 = UnsafeRawPointer(p).loadUnaligned(as: __m256i.self) }
+
+    @inline(__always)
+    func write(to p: UnsafeMutablePointer<UInt32>) { UnsafeMutableRawPointer(p).storeBytes(of: v0, as: __m256i.self) }
 
     @inline(__always)
     mutating func add(_ weights: __m256i, times b: Self) { v0 = dotAccumulate(v0, b.v0, weights) }

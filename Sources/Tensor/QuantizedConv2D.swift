@@ -228,8 +228,13 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
     let workers = min(threads, parts.count), ranges = Parallel.ranges(x.count, parts: 4 * threads, align: 64)
     // Blocks of about 64 K input floats, at least a block a thread.
     let blocks = max(threads, x.count / (1 << 16)) / planes.quads + 1, blockRows = (x.height + blocks - 1) / blocks
-    let (floats, rows) = scratch.take(floats: planes.count + 2 * cout + workers * 144 + 2 * ranges.count,
-                                      ints: weight.steps)
+    // Strips copy their B rows into a panel (`int8GEMM`) where the rows lie in a stride's phase
+    // planes and there are tiles enough to share the copy.
+    let packs = p.strideH * p.strideW > 1 && cout >= 64
+    let panelFloats = packs ? (int8PanelBytes(steps: weight.steps) / 4 + 15) / 16 * 16 : 0
+    let (scratchFloats, rows) = scratch.take(floats: workers * panelFloats + planes.count + 2 * cout + workers * 144
+                                             + 2 * ranges.count, ints: weight.steps)
+    let panels = scratchFloats, floats = scratchFloats + workers * panelFloats
     let bytes = UnsafeMutableRawPointer(floats).bindMemory(to: UInt32.self, capacity: planes.count)
     let scales = floats + planes.count, offsets = UnsafeMutableRawPointer(scales + cout).bindMemory(to: Int32.self, capacity: cout)
     let staging = scales + 2 * cout, extents = staging + workers * 128, extremes = extents + workers * 16
@@ -260,7 +265,8 @@ package func quantizedConv2d(_ x: Map, weight: QuantizedConvWeights, bias: [Floa
             weight: Address(wb.baseAddress!), steps: weight.steps, b: Address(bytes), rows: Address(rows),
             scales: Address(scales), offsets: Address(offsets), bias: Address(bb.baseAddress!), activation: activation,
             y: Address(y.base), residual: residual.map { Address($0.base) }, staging: Address(staging),
-            extents: Address(extents), cout: cout, parts: parts, width: planes.width, plane: ho * wo, wo: wo))
+            extents: Address(extents), cout: cout, parts: parts, width: planes.width, plane: ho * wo, wo: wo,
+            panels: packs ? Address(panels) : nil, panelFloats: panelFloats))
     }
     }
     var output = ValueRange(lower: .infinity, upper: -.infinity)
@@ -310,12 +316,14 @@ private struct QuantizedConvParts: ParallelWork {
     let scales: Address<Float>, offsets: Address<Int32>, bias: Address<Float>, activation: Activation
     let y: Address<Float>, residual: Address<Float>?, staging: Address<Float>, extents: Address<Float>
     let cout: Int, parts: Partition, width: Int, plane: Int, wo: Int
+    let panels: Address<Float>?, panelFloats: Int
 
     func run(part: Int, thread t: Int) {
         int8GEMM(weight.pointer, m: cout, steps: steps, b: b.pointer, rows: rows.pointer, columns: parts[part],
                  runs: (wo, width), c: y.pointer, ldc: plane, residual: residual.map { UnsafePointer($0.pointer) },
                  Int8Epilogue(offsets: offsets.pointer, scales: scales.pointer, bias: bias.pointer, activation: activation),
-                 staging: staging.pointer + t * 128, extent: extents.pointer + t * 16)
+                 staging: staging.pointer + t * 128, extent: extents.pointer + t * 16,
+                 panel: panels.map { UnsafeMutableRawPointer($0.pointer + t * panelFloats) })
     }
 }
 

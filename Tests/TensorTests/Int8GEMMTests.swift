@@ -9,7 +9,7 @@ final class Int8GEMMTests: XCTestCase {
     /// Grid columns `first ..< n` (a thread's part when first > 0) in runs of `runs.length` every
     /// `runs.stride` (nil: one run).
     private func check(m: Int, steps: Int, first: Int = 0, n: Int, runs: (length: Int, stride: Int)? = nil,
-                       extremes: Bool = false, epilogue: Bool, residual: Bool = false, seed: UInt64,
+                       extremes: Bool = false, epilogue: Bool, residual: Bool = false, panel: Bool = false, seed: UInt64,
                        file: StaticString = #filePath, line: UInt = #line) {
         var g = SeededGenerator(seed: seed)
         func weightByte() -> UInt32 {
@@ -36,11 +36,13 @@ final class Int8GEMMTests: XCTestCase {
         let res = (0..<(m * ldc)).map { _ in residual ? Float.random(in: -1...1, using: &g) : 0 }
         var c = [Float](repeating: .nan, count: m * ldc), staging = [Float](repeating: .nan, count: 128)
         var extent = Self.emptyExtent
+        let packed = panel ? UnsafeMutableRawPointer.allocate(byteCount: int8PanelBytes(steps: steps), alignment: 64) : nil
+        defer { packed?.deallocate() }
         c.withUnsafeMutableBufferPointer { pc in
             int8GEMM(a, m: m, steps: steps, b: b, rows: rows, columns: first..<n, runs: (length, stride), c: pc.baseAddress!,
                      ldc: ldc, residual: residual ? res : nil,
                      Int8Epilogue(offsets: offsets, scales: scales, bias: bias, activation: .none), staging: &staging,
-                     extent: &extent)
+                     extent: &extent, panel: packed)
         }
         checkExtent(extent, of: (0..<m).flatMap { r in kept.map { c[r * ldc + column($0)] } },
                     "m \(m) steps \(steps) n \(n) runs \(length)/\(stride)", file: file, line: line)
@@ -96,6 +98,18 @@ final class Int8GEMMTests: XCTestCase {
             check(m: 5, steps: 4, first: first, n: n, runs: (length, stride), epilogue: true, residual: first % 2 == 1,
                   seed: UInt64(first))
         }
+    }
+
+    /// Strips copying their B rows into a panel first: the same sums, in and across runs.
+    func testPanel() {
+        var seed: UInt64 = 900
+        for (m, steps, first, n, length, stride) in [(9, 33, 0, 40, 40, 40), (17, 7, 0, 44, 20, 22), (5, 4, 41, 88, 20, 22),
+                                                     (4, 2, 0, 17, 17, 17), (6, 5, 5, 50, 16, 17)] {
+            check(m: m, steps: steps, first: first, n: n, runs: (length, stride), epilogue: true, residual: seed % 2 == 0,
+                  panel: true, seed: seed)
+            seed += 1
+        }
+        check(m: 8, steps: 300, n: 24, extremes: true, epilogue: false, panel: true, seed: 7)
     }
 
     /// Bytes of 255 times weights of ±63: every Int16 pair sum at its largest magnitude.

@@ -58,6 +58,18 @@ final class QuantizedConv2DTests: XCTestCase {
         }
     }
 
+    /// Stride 2 with 64 output channels or more: the GEMM's strips copy their B rows into a panel.
+    func testPanelMatchesIntegerReference() {
+        for (cin, cout, h, w, seed) in [(13, 64, 9, 16, UInt64(60)), (5, 67, 13, 13, 63), (32, 68, 6, 37, 66)] {
+            let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
+            let x = randomTensor([1, cin, h, w], seed: seed, range: -0.3...2)
+            let weight = QuantizedConvWeights(randomTensor([cout, cin, 3, 3], seed: seed &+ 1))
+            let bias = randomTensor([cout], seed: seed &+ 2).scalars
+            let expected = Reference.quantizedConv2d(x, weight: weight, bias: bias, p, quantization(of: x))
+            XCTAssertEqual(run(x, weight, bias: bias, p).scalars, expected.scalars, "cin \(cin) cout \(cout) \(h)×\(w)")
+        }
+    }
+
     func testResidualAndActivation() {
         let p = Conv2DParameters(kernel: 3, stride: 1, padding: 1)
         let x = randomTensor([1, 6, 11, 21], seed: 5, range: 0...3)
