@@ -108,7 +108,7 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
         let start = q / runs.stride * runs.length + x
         // Each step's row two strips on, into L1: the rows are too many streams for the hardware
-        // prefetcher, and the tiles read them in place.
+        // prefetcher, and the tiles (or the panel's copy) read them in place.
         for i in 0..<steps { prefetchL1(b + rows[i] + q + 32) }
         var (b, rows) = (b + q, rows)
         if let packed {
