@@ -39,19 +39,26 @@ final class QuantizedConv2DTests: XCTestCase {
         ActivationQuantization(minimum: x.scalars.min()!, maximum: x.scalars.max()!)
     }
 
+    /// A random input, weights and bias from `seed` through the convolution, against the integer
+    /// reference.
+    private func checkAgainstReference(cin: Int, cout: Int, h: Int, w: Int, _ p: Conv2DParameters, seed: UInt64,
+                                       file: StaticString = #filePath, line: UInt = #line) {
+        let x = randomTensor([1, cin, h, w], seed: seed, range: -0.3...2)
+        let weight = QuantizedConvWeights(randomTensor([cout, cin, p.kernelH, p.kernelW], seed: seed &+ 1))
+        let bias = randomTensor([cout], seed: seed &+ 2).scalars
+        let expected = Reference.quantizedConv2d(x, weight: weight, bias: bias, p, quantization(of: x))
+        XCTAssertEqual(run(x, weight, bias: bias, p).scalars, expected.scalars, "cin \(cin) cout \(cout) \(h)×\(w) \(p)",
+                       file: file, line: line)
+    }
+
     func testOddShapesMatchIntegerReference() {
         var seed: UInt64 = 1
         for (cin, cout) in [(1, 1), (3, 7), (5, 4), (8, 3), (13, 17)] {
             for (h, w) in [(1, 1), (5, 5), (13, 13), (9, 16), (6, 37)] {
                 for (kernel, stride, padding) in [(1, 1, 0), (3, 1, 1), (3, 2, 1), (5, 2, 2), (3, 1, 0), (1, 2, 0)]
                 where min(h, w) + 2 * padding >= kernel {
-                    let p = Conv2DParameters(kernel: kernel, stride: stride, padding: padding)
-                    let x = randomTensor([1, cin, h, w], seed: seed, range: -0.3...2)
-                    let weight = QuantizedConvWeights(randomTensor([cout, cin, kernel, kernel], seed: seed &+ 1))
-                    let bias = randomTensor([cout], seed: seed &+ 2).scalars
-                    let expected = Reference.quantizedConv2d(x, weight: weight, bias: bias, p, quantization(of: x))
-                    XCTAssertEqual(run(x, weight, bias: bias, p).scalars, expected.scalars,
-                                   "cin \(cin) cout \(cout) \(h)×\(w) k\(kernel) s\(stride) p\(padding)")
+                    checkAgainstReference(cin: cin, cout: cout, h: h, w: w,
+                                          Conv2DParameters(kernel: kernel, stride: stride, padding: padding), seed: seed)
                     seed += 3
                 }
             }
@@ -61,12 +68,8 @@ final class QuantizedConv2DTests: XCTestCase {
     /// Stride 2 with 64 output channels or more: the GEMM's strips copy their B rows into a panel.
     func testPanelMatchesIntegerReference() {
         for (cin, cout, h, w, seed) in [(13, 64, 9, 16, UInt64(60)), (5, 67, 13, 13, 63), (32, 68, 6, 37, 66)] {
-            let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
-            let x = randomTensor([1, cin, h, w], seed: seed, range: -0.3...2)
-            let weight = QuantizedConvWeights(randomTensor([cout, cin, 3, 3], seed: seed &+ 1))
-            let bias = randomTensor([cout], seed: seed &+ 2).scalars
-            let expected = Reference.quantizedConv2d(x, weight: weight, bias: bias, p, quantization(of: x))
-            XCTAssertEqual(run(x, weight, bias: bias, p).scalars, expected.scalars, "cin \(cin) cout \(cout) \(h)×\(w)")
+            checkAgainstReference(cin: cin, cout: cout, h: h, w: w, Conv2DParameters(kernel: 3, stride: 2, padding: 1),
+                                  seed: seed)
         }
     }
 
