@@ -139,7 +139,8 @@ final class Int8GEMMTests: XCTestCase {
             for r in 0..<m {
                 for j in 0..<n {
                     let expected = f(Float(sums[r * n + j] - offsets[r]) * scales[r] + bias[r])
-                    XCTAssertEqual(c[r * 24 + j], expected, accuracy: 1e-6 * max(1, abs(expected)), "\(activation) C[\(r), \(j)]")
+                    // The coarse sigmoid: 1.23e-4 from exp, 1.5 · 2⁻¹² from `vrcpps`.
+                    XCTAssertEqual(c[r * 24 + j], expected, accuracy: 5e-4 * abs(expected) + 1e-6, "\(activation) C[\(r), \(j)]")
                 }
             }
         }
