@@ -46,7 +46,7 @@ package struct Int8Epilogue {
 /// 1 / (1 + e⁻ˣ) with `exp`'s coarse polynomial and `vrcpps` alone (relative error 1.5·2⁻¹²):
 /// about 5e-4 of the value in all, an eighth of the step that quantizing the next convolution's
 /// input (1/255 of its range) makes. The loop around it is bound by the chain's latency, which
-/// the precise `exp` and a Newton step would lengthen by six operations.
+/// the precise `exp` and a Newton step would lengthen by five operations.
 @inline(__always)
 private func coarseSigmoid<V: FloatVector>(_ x: V) -> V {
     let d = 1 + exp(-x, coarse: true)

@@ -1,7 +1,7 @@
 import CTargetFeatures
 /// SIMD building blocks shared by the kernels: 16- and 8-lane loads and stores on raw
-/// pointers, and exp / sigmoid / SiLU accurate to a few ULP at any vector width (the same
-/// operations per lane, so the same result whichever width computes it).
+/// pointers, and exp / sigmoid / SiLU accurate to a few ULP (`exp`'s coarse form excepted) at any
+/// vector width (the same operations per lane, so the same result whichever width computes it).
 public typealias Vec16 = SIMD16<Float>
 public typealias Vec8 = SIMD8<Float>
 
@@ -81,8 +81,9 @@ extension UnsafeMutablePointer where Pointee == Float {
 public func exp<V: FloatVector>(_ v: V) -> V { exp(v, coarse: false) }
 
 /// `exp`, or with `coarse` q of degree 1 (c₂ + c₃·r, the minimax fit of relative error 1.23e-4),
-/// a chain three operations shorter, for callers whose inputs carry larger errors already.
-@usableFromInline @inline(__always)
+/// its dependent chain two operations shorter (four fewer in all), for callers whose inputs
+/// carry larger errors already.
+@inlinable @inline(__always)
 package func exp<V: FloatVector>(_ v: V, coarse: Bool) -> V {
     let x = v.clamped(-87, 88)
     // Adding 1.5·2²³ rounds x·log2(e) to the nearest integer (ties to even) and leaves it in the
