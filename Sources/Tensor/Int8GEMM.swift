@@ -110,23 +110,24 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         let x = q % runs.stride
         let direct = x + C.width <= runs.length && q + C.width <= columns.upperBound
         let start = q / runs.stride * runs.length + x
-        // Each step's row two strips on, into L1: the rows are too many streams for the hardware
-        // prefetcher, and the tiles (or the panel's copy) read them in place.
-        for i in 0..<steps { prefetchL1(b + rows[i] + q + 32) }
+        let (ahead, source) = (b + q + 32, rows)
         var (b, rows) = (b + q, rows)
         if let packed {
             for i in 0..<steps { C(loading: b + rows[i]).write(to: packed.b + 16 * i) }
             (b, rows) = (UnsafePointer(packed.b), packed.rows)
         }
-        // C's lines two strips on, for writing: a strip starts a line in each of C's M rows,
-        // also too many streams for the prefetcher, and every store would wait on its line.
-        if direct {
-            for r in 0..<m { prefetchWrite(c + r * ldc + start + 32) }
-        }
         var unseen = Unseen()
+        let tiles = (m + 3) / 4
         for first in stride(from: 0, to: m, by: 4) {
-            let count = min(4, m - first)
+            let count = min(4, m - first), tile = first / 4
+            // Two strips on, each tile a share: the steps' rows of B into L1 (too many streams for
+            // the hardware prefetcher; the tiles, or the panel's copy, read them in place), and
+            // for writing, the lines of C's rows the tile stores (a strip starts a line in each
+            // row, and every store would wait on its line). Issued all at the strip's start,
+            // they filled the core's queue of misses and stalled it.
+            for i in (tile * steps / tiles)..<((tile + 1) * steps / tiles) { prefetchL1(ahead + source[i]) }
             if direct {
+                for r in first..<(first + count) { prefetchWrite(c + r * ldc + start + 32) }
                 int8Tile(C.self, a: a + first * steps, steps: steps, b: b, rows: rows, first: first, count: count,
                          c: c + start, ldc: ldc, residual: residual.map { $0 + start }, epilogue, staging: staging + 64,
                          &bounds)
