@@ -214,11 +214,22 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                            column: Int, _ epilogue: Epilogue, steps block: Range<Int> = 0..<k,
                            rows rowBlock: Range<Int> = 0..<m) {
+        /// On the reduction's first pass, the lines of the tile's rows of C two strips on, for
+        /// writing, before the tile runs: a strip starts lines in every row of C, too many streams
+        /// for the hardware prefetcher. A tile's at a time, as `int8GEMM` asks: all at a strip's
+        /// start, they stall the core.
+        func prefetchC(tile first: Int, step: Int) {
+            guard step == 0 else { return }
+            for r in first..<min(rowBlock.upperBound, first + R.rows) {
+                for o in stride(from: 0, to: R.width, by: 16) { prefetchWrite(c + r * ldc + column + 2 * R.width + o) }
+            }
+        }
         if inPlace && count == R.width {
             let source = b + j
             for step in stride(from: block.lowerBound, to: block.upperBound, by: depth) {
                 let steps = step..<min(block.upperBound, step + depth)
                 for first in stride(from: rowBlock.lowerBound, to: rowBlock.upperBound, by: R.rows) {
+                    prefetchC(tile: first, step: step)
                     tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
                          rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column,
                          epilogue, staging: staging)
@@ -241,6 +252,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 }
             }
             for first in stride(from: rowBlock.lowerBound, to: rowBlock.upperBound, by: R.rows) {
+                prefetchC(tile: first, step: step)
                 tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
                      rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column, epilogue,
                      staging: staging)
