@@ -214,10 +214,9 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     func strip<R: TileRow>(_: R.Type, from j: Int, count: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                            column: Int, _ epilogue: Epilogue, steps block: Range<Int> = 0..<k,
                            rows rowBlock: Range<Int> = 0..<m) {
-        /// On the reduction's first pass, the lines of the tile's rows of C two strips on, for
-        /// writing, before the tile runs: a strip starts lines in every row of C, too many streams
-        /// for the hardware prefetcher. A tile's at a time, as `int8GEMM` asks: all at a strip's
-        /// start, they stall the core.
+        /// The lines of the tile's rows of C two strips on, for writing, once a strip (its first
+        /// pass): a strip starts lines in every row of C, too many streams for the hardware
+        /// prefetcher; asked a tile's rows at a time, since all at a strip's start stall the core.
         func prefetchC(tile first: Int, step: Int) {
             guard step == 0 else { return }
             for r in first..<min(rowBlock.upperBound, first + R.rows) {

@@ -120,11 +120,9 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
         let tiles = (m + 3) / 4
         for first in stride(from: 0, to: m, by: 4) {
             let count = min(4, m - first), tile = first / 4
-            // Two strips on, each tile a share: the steps' rows of B into L1 (too many streams for
-            // the hardware prefetcher; the tiles, or the panel's copy, read them in place), and
-            // for writing, the lines of C's rows the tile stores (a strip starts a line in each
-            // row, and every store would wait on its line). Issued all at the strip's start,
-            // they filled the core's queue of misses and stalled it.
+            // Two strips on, a tile's share at a time (all at a strip's start stall the core): B's
+            // rows into L1 and, for writing, the tile's lines of C, streams too many for the
+            // hardware prefetcher.
             for i in (tile * steps / tiles)..<((tile + 1) * steps / tiles) { prefetchL1(ahead + source[i]) }
             if direct {
                 for r in first..<(first + count) { prefetchWrite(c + r * ldc + start + 32) }
