@@ -218,11 +218,13 @@ public final class YOLO: Sendable {
 
     /// The network's output for `input`, run in a pooled workspace on `threads` threads (nil: the
     /// process's default): from the third prediction at an input size on (the first plans the
-    /// workspace's arena, the second allocates it), the pass itself allocates nothing.
+    /// workspace's arena, the second allocates it), the pass itself allocates nothing. Every input
+    /// holds 8-bit pixels as k/255 (`Letterbox`, `ClassifyTransform`), so its bounds are 0…1.
     func infer(_ input: Tensor, _ selection: HeadSelection, threads: Int?) throws -> HeadOutput {
         let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
-        let head = HeadOutput(try Parallel.withWidth(threads) { try model.network.forward(input, in: ws, selection: selection) },
-                              raw: false)
+        let head = HeadOutput(try Parallel.withWidth(threads) {
+            try model.network.forward(input, in: ws, selection: selection, inputRange: ValueRange(lower: 0, upper: 1))
+        }, raw: false)
         checkIn(ws)
         return head
     }

@@ -160,14 +160,17 @@ package struct Network: Sendable {
 
     /// Runs the graph on x [1, C, H, W] in `ws`; the results are views into `ws`, valid until
     /// its next pass. `observe(i, output)` sees every top-level layer's output before the head.
+    /// `inputRange`: bounds of x's floats when the caller knows them. An int8 graph's first
+    /// convolution then skips its range pass; with 0…1 it maps an image's k/255 to byte k exactly.
     ///
     /// Each layer writes into a map the graph allocates for it (a layer read by the Concat just
     /// after it, into the front of the Concat's map), and an output is released after its last
     /// reader has run.
     package func forward(_ x: Tensor, in ws: Workspace, selection: HeadSelection = HeadSelection(),
-                         observe: ((Int, Map) -> Void)? = nil) throws -> HeadMaps {
+                         inputRange: ValueRange? = nil, observe: ((Int, Map) -> Void)? = nil) throws -> HeadMaps {
         try validate(input: x)
-        return x.withMap { x in
+        return x.withMap { image in
+            let x = image.bounded(by: inputRange)
             ws.begin(layers: nodes.count)
             defer { ws.end() }
             func input(_ j: Int) -> Map { j < 0 ? x : ws.outputs[j]! }

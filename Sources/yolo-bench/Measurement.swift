@@ -37,17 +37,19 @@ func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptim
 /// callback to the return.
 func forwardMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int,
                          perLayer: Bool) throws -> (whole: [Double], layers: (samples: [[Double]], shapes: [[Int]])?) {
-    for _ in 0..<warmup { _ = try network.forward(x, in: ws) }
+    // The input holds pixels as k/255, as `YOLO.predict` passes them.
+    let range = ValueRange(lower: 0, upper: 1)
+    for _ in 0..<warmup { _ = try network.forward(x, in: ws, inputRange: range) }
     let layers = network.nodes.count
     var whole = [Double](), samples = [[Double]](repeating: [], count: layers)
     var shapes = [[Int]](repeating: [], count: layers)
     for _ in 0..<iters {
         let start = DispatchTime.now().uptimeNanoseconds
-        _ = try network.forward(x, in: ws)
+        _ = try network.forward(x, in: ws, inputRange: range)
         whole.append(milliseconds(since: start))
         guard perLayer else { continue }
         var last = DispatchTime.now().uptimeNanoseconds
-        let result = try network.forward(x, in: ws) { i, y in
+        let result = try network.forward(x, in: ws, inputRange: range) { i, y in
             let now = DispatchTime.now().uptimeNanoseconds
             samples[i].append(milliseconds(since: last, to: now))
             shapes[i] = [1, y.channels, y.height, y.width]

@@ -53,10 +53,10 @@ struct ModelBench: ParsableCommand {
         let threadCounts = try parseThreads(threads)
         let bench = try BenchModel(model, precision: precision.graph)
         let network = bench.network
-        // Deterministic values in [0, 1) like a normalized image (Knuth's multiplicative hash).
+        // Deterministic 8-bit pixels as k/255, like a preprocessed image (Knuth's multiplicative hash).
         let pixels = network.inputChannels * imgsz * imgsz
         let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
-                       scalars: (0..<pixels).map { Float($0 * 2_654_435_761 % 4096) / 4096 })
+                       scalars: (0..<pixels).map { Float(($0 * 2_654_435_761) >> 12 & 255) / 255 })
         try network.validate(input: x)
         let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz, precision: precision) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)

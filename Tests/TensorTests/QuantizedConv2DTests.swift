@@ -164,6 +164,24 @@ final class QuantizedConv2DTests: XCTestCase {
         XCTAssertEqual(ActivationQuantization(minimum: -.infinity, maximum: 1), ActivationQuantization(minimum: .nan, maximum: .nan))
     }
 
+    /// An image's pixels k/255 under the range 0…1 (the one `YOLO` gives its networks) become
+    /// bytes k exactly, in the reference and in the kernel.
+    func testImagePixelsQuantizeToTheirBytes() {
+        let q = ActivationQuantization(minimum: 0, maximum: 1)
+        for k in 0...255 { XCTAssertEqual(Reference.quantize(Float(k) / 255, q), UInt8(k)) }
+        let x = Tensor(shape: [1, 4, 8, 8], scalars: (0..<256).map { Float($0 * 167 % 256) / 255 })
+        let weight = QuantizedConvWeights(randomTensor([5, 4, 3, 3], seed: 3)), bias = randomTensor([5], seed: 4).scalars
+        let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
+        let y = Tensor(shape: [1, 5, 4, 4]) { yb in
+            x.withMap { x in
+                let y = Map(yb.baseAddress!, channels: 5, height: 4, width: 4)
+                quantizedConv2d(x.bounded(by: ValueRange(lower: 0, upper: 1)), weight: weight, bias: bias, p, into: y,
+                                scratch: Scratch())
+            }
+        }
+        XCTAssertEqual(y.scalars, Reference.quantizedConv2d(x, weight: weight, bias: bias, p, q).scalars)
+    }
+
     func testActivationQuantizationKeepsZeroExact() {
         for (lo, hi) in [(-0.28, 7.5), (0.5, 3), (-4, -1), (0, 0), (2, 2)] as [(Float, Float)] {
             let q = ActivationQuantization(minimum: lo, maximum: hi)

@@ -49,4 +49,17 @@ final class NetworkTests: XCTestCase {
             XCTAssertEqual(ranged, network.nodes.count - 1, name)
         }
     }
+
+    /// An int8 graph quantizes its input by `inputRange` when given one: the input's own range
+    /// gives the outputs of the range it would measure, and a wider one other outputs.
+    func testInt8InputRangeQuantizesTheInput() throws {
+        let network = try Model(contentsOf: try weightsFile("yolo26n"), precision: .int8).network, ws = Workspace()
+        func output(_ x: Tensor, _ range: ValueRange?) throws -> [Float] {
+            HeadOutput(try network.forward(x, in: ws, inputRange: range)).output.scalars
+        }
+        let image = Tensor(shape: [1, 3, 96, 64], scalars: (0..<(3 * 96 * 64)).map { Float($0 * 7 % 256) / 255 })
+        XCTAssertEqual(try output(image, ValueRange(lower: 0, upper: 1)), try output(image, nil))
+        let dim = Tensor(shape: image.shape, scalars: image.scalars.map { 0.25 + $0 / 2 })
+        XCTAssertNotEqual(try output(dim, ValueRange(lower: 0, upper: 1)), try output(dim, nil))
+    }
 }
