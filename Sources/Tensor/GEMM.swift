@@ -172,6 +172,11 @@ package struct GEMMBlocks: Sendable {
     static let largestUnblocked = 2 << 20
 }
 
+/// Weights (A) of this many bytes or more, which every strip reads whole, come from beyond L2:
+/// each tile asks the next panel's lines into L2 as it runs, or each panel would start a stream
+/// from memory. Smaller ones stay in cache, where the prefetches only cost.
+let streamedWeightBytes = 1 << 20
+
 /// Floats of `packedGEMM`'s temporaries for an M-row product: B's panel (at most
 /// `panelFloats` and a tile row), a strip's rows of C (padded last columns, or a strip of runs),
 /// then a tile's staging buffer (`tileFloats`); with `blocks`, the sums' grid (M rows of a
@@ -208,6 +213,8 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     // row tile (read where they lie, rows a multiple of 4 KB apart fell into the same cache set).
     let depth = max(1, panelFloats / Wide.width)
     let pb = scratch, staging = scratch + gemmScratch(m: m) - tileFloats
+    // Blocks keep A in L2 already.
+    let streamsA = blocks == nil && 4 * m * k >= streamedWeightBytes
     /// C's columns `column ..< column + R.width` from B's columns `j ..< j + count` (count ≤ R.width;
     /// zeros past them): reduction steps `block` (added to the sums C holds from earlier steps)
     /// of rows `rowBlock`.
@@ -223,6 +230,9 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 for o in stride(from: 0, to: R.width, by: 16) { prefetchWrite(c + r * ldc + column + 2 * R.width + o) }
             }
         }
+        /// Floats from row `first`'s panel of A to the next one, 0 where A stays in cache or past
+        /// the rows.
+        func ahead(_ first: Int) -> Int { streamsA && (first / 8 + 1) * 8 < rowBlock.upperBound ? 8 * k : 0 }
         if inPlace && count == R.width {
             let source = b + j
             for step in stride(from: block.lowerBound, to: block.upperBound, by: depth) {
@@ -231,7 +241,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                     prefetchC(tile: first, step: step)
                     tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: { source + rows[$0] },
                          rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column,
-                         epilogue, staging: staging)
+                         epilogue, staging: staging, ahead: ahead(first))
                 }
             }
             return
@@ -254,7 +264,7 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
                 prefetchC(tile: first, step: step)
                 tile(R.self, steps: steps, of: k, a: a + first / 8 * 8 * k + first % 8, b: pb,
                      rows: first..<min(rowBlock.upperBound, first + R.rows), c: c, ldc: ldc, column: column, epilogue,
-                     staging: staging)
+                     staging: staging, ahead: ahead(first))
             }
         }
     }
@@ -476,22 +486,23 @@ typealias Row8 = Row1<Vec8>
 /// steps stored there, and at the last step the epilogue. The weights of row `rows.lowerBound` at
 /// step i are `a[8 i]`; B's rows for `steps` lie one after another from `b`. `staging`
 /// (`tileFloats`) holds the sums an activation or residual finishes into C; it may be nil for a
-/// plain epilogue. Transparent (always inlined, as swift-numerics marks its small functions):
-/// `@inline(__always)` is a hint, and once the staging grew the function the optimizer made it a
-/// call a tile.
+/// plain epilogue. `ahead`: floats from A's panel to the next one (0: none), whose lines the tile
+/// asks into L2 a step at a time (`streamedWeightBytes`). Transparent (always inlined, as
+/// swift-numerics marks its small functions): `@inline(__always)` is a hint, and once the staging
+/// grew the function the optimizer made it a call a tile.
 @_transparent
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
-                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
+                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?, ahead: Int = 0) {
     tile(R.self, steps: steps, of: k, a: a, b: { b + ($0 &- steps.lowerBound) &* R.width }, rows: rows, c: c, ldc: ldc,
-         column: column, epilogue, staging: staging)
+         column: column, epilogue, staging: staging, ahead: ahead)
 }
 
 /// `tile` with step i's B row at `b(i)`.
 @_transparent
 func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<Float>, b: (Int) -> UnsafePointer<Float>,
                       rows: Range<Int>, c: UnsafeMutablePointer<Float>, ldc: Int,
-                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?) {
+                      column: Int, _ epilogue: Epilogue, staging: UnsafeMutablePointer<Float>?, ahead: Int = 0) {
     @inline(__always) func start(_ i: Int) -> R {
         let row = rows.lowerBound + i
         return steps.lowerBound == 0 || row >= rows.upperBound ? R() : R(loading: c + row * ldc + column)
@@ -501,6 +512,7 @@ func tile<R: TileRow>(_: R.Type, steps: Range<Int>, of k: Int, a: UnsafePointer<
     if R.rows == 8 { (r4, r5, r6, r7) = (start(4), start(5), start(6), start(7)) }
     var pa = a + 8 * steps.lowerBound
     for i in steps {
+        if ahead > 0 { prefetchL2(pa + ahead) }
         let bv = R(loading: b(i))
         r0.add(pa[0], times: bv)
         r1.add(pa[1], times: bv)

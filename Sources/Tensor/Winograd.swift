@@ -136,12 +136,15 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                                    point: stepsPerPass * S.width, columns: column..<(column + S.width))
                 }
             }
+            // The points' panels follow one another, 8 · cin floats apart (`streamedWeightBytes`).
+            let streams = 4 * 16 * pack >= streamedWeightBytes
             for point in 0..<16 {
                 let a = weight.pointer + point * pack
                 for row in stride(from: 0, to: cout, by: S.rows) {
                     tile(S.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
                          b: panels + point * stepsPerPass * S.width, rows: row..<min(cout, row + S.rows),
-                         c: m + point * cout * S.width, ldc: S.width, column: 0, plain, staging: nil)
+                         c: m + point * cout * S.width, ldc: S.width, column: 0, plain, staging: nil,
+                         ahead: streams && (point < 15 || (row / 8 + 1) * 8 < cout) ? 8 * cin : 0)
                 }
             }
         }
