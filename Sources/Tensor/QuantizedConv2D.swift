@@ -48,7 +48,7 @@ public struct QuantizedConvWeights: Sendable {
 
 /// How `quantizedConv2d` maps an input's floats to bytes: q = clamp(round(x / scale) + zero, 0, 255),
 /// from the input's range widened to hold 0, so that 0 (the padding) is exact: asymmetric, one
-/// scale per tensor, measured at run time.
+/// scale per tensor, from the range measured at run time or known (`Map.range`).
 package struct ActivationQuantization: Equatable {
     package let scale: Float, zero: Int32
 

@@ -127,8 +127,9 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         let sums = panel + 25 * depth * R.width
         let plain = Epilogue(bias: bias.pointer, activation: .none, residual: nil)
         let perPass = max(1, depth * R.width / S.width)
-        // The GEMMs' panels follow one another, 8 · size · cin floats apart. Their reductions are
-        // short, so the prefetches pay only on weights four times `streamedWeightBytes`.
+        // A GEMM's panels follow one another, 8 · size · cin floats apart; the next GEMM reads its
+        // own at another rate. The reductions are short, so the prefetches pay only on weights
+        // four times `streamedWeightBytes`.
         let streams = 4 * 25 * padded * cin >= 4 * streamedWeightBytes
         for c0 in stride(from: 0, to: cin, by: perPass) {
             let channels = c0..<min(cin, c0 + perPass), n = channels.count
@@ -143,7 +144,7 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                          a: weight.pointer + padded * offset * cin + row / 8 * 8 * size * cin + row % 8,
                          b: panel + offset * n * S.width, rows: row..<min(cout, row + S.rows),
                          c: sums + gemm * padded * S.width, ldc: S.width, column: 0, plain, staging: nil,
-                         ahead: streams && (gemm < 8 || (row / 8 + 1) * 8 < cout) ? 8 * size * cin : 0)
+                         ahead: streams && (row / 8 + 1) * 8 < cout ? 8 * size * cin : 0)
                 }
             }
         }

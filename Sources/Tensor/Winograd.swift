@@ -124,6 +124,8 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
         // Reduction steps a pass of S: the panels hold the same floats whatever the strip's width.
         let stepsPerPass = min(cin, winogradPanelFloats / S.width)
+        // The points' panels follow one another, 8 · cin floats apart (`streamedWeightBytes`).
+        let streams = 4 * 16 * pack >= streamedWeightBytes
         for step in stride(from: 0, to: cin, by: stepsPerPass) {
             let steps = step..<min(cin, step + stepsPerPass)
             // In vectors of the target's width where the tile's is a multiple of it.
@@ -136,8 +138,6 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
                                    point: stepsPerPass * S.width, columns: column..<(column + S.width))
                 }
             }
-            // The points' panels follow one another, 8 · cin floats apart (`streamedWeightBytes`).
-            let streams = 4 * 16 * pack >= streamedWeightBytes
             for point in 0..<16 {
                 let a = weight.pointer + point * pack
                 for row in stride(from: 0, to: cout, by: S.rows) {

@@ -160,8 +160,9 @@ package struct Network: Sendable {
 
     /// Runs the graph on x [1, C, H, W] in `ws`; the results are views into `ws`, valid until
     /// its next pass. `observe(i, output)` sees every top-level layer's output before the head.
-    /// `inputRange`: bounds of x's floats when the caller knows them. An int8 graph's first
-    /// convolution then skips its range pass; with 0…1 it maps an image's k/255 to byte k exactly.
+    /// `inputRange`: bounds of x's floats when the caller knows them (an int8 graph clamps floats
+    /// outside them to its bytes' ends). Its first convolution then skips its range pass; with
+    /// 0…1 it maps an image's k/255 to byte k exactly.
     ///
     /// Each layer writes into a map the graph allocates for it (a layer read by the Concat just
     /// after it, into the front of the Concat's map), and an output is released after its last

@@ -34,10 +34,9 @@ func milliseconds(since start: UInt64, to end: UInt64 = DispatchTime.now().uptim
 /// pass by pass: the machine's speed drifts over seconds, and series run one after the other
 /// would compare different stretches of it. Layer i runs from the previous layer's `observe`
 /// callback (the call, for layer 0) to its own; the head, which has no callback, from the last
-/// callback to the return.
+/// callback to the return. x holds pixels as k/255, so its bounds are 0…1, as `YOLO` passes them.
 func forwardMilliseconds(_ network: Network, _ x: Tensor, in ws: Workspace, warmup: Int, iters: Int,
                          perLayer: Bool) throws -> (whole: [Double], layers: (samples: [[Double]], shapes: [[Int]])?) {
-    // The input holds pixels as k/255, as `YOLO.predict` passes them.
     let range = ValueRange(lower: 0, upper: 1)
     for _ in 0..<warmup { _ = try network.forward(x, in: ws, inputRange: range) }
     let layers = network.nodes.count

@@ -165,11 +165,12 @@ final class QuantizedConv2DTests: XCTestCase {
     }
 
     /// An image's pixels k/255 under the range 0…1 (the one `YOLO` gives its networks) become
-    /// bytes k exactly, in the reference and in the kernel.
+    /// bytes k exactly, in the reference and in the kernel, also where the image's own range is
+    /// narrower (here 1/255 … 254/255).
     func testImagePixelsQuantizeToTheirBytes() {
         let q = ActivationQuantization(minimum: 0, maximum: 1)
         for k in 0...255 { XCTAssertEqual(Reference.quantize(Float(k) / 255, q), UInt8(k)) }
-        let x = Tensor(shape: [1, 4, 8, 8], scalars: (0..<256).map { Float($0 * 167 % 256) / 255 })
+        let x = Tensor(shape: [1, 4, 8, 8], scalars: (0..<256).map { Float(1 + $0 * 167 % 254) / 255 })
         let weight = QuantizedConvWeights(randomTensor([5, 4, 3, 3], seed: 3)), bias = randomTensor([5], seed: 4).scalars
         let p = Conv2DParameters(kernel: 3, stride: 2, padding: 1)
         let y = Tensor(shape: [1, 5, 4, 4]) { yb in
