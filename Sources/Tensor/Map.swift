@@ -5,9 +5,9 @@ package struct Map {
     package let channels: Int, height: Int, width: Int
     /// Bounds of its floats, when the code that wrote them measured them (an int8 convolution
     /// does, as it stores them) and set them on the value it returns, or the caller knows them (a
-    /// network's input): an int8 convolution reading it then skips its range pass. nil: unknown. Views (`channels(_:)`) and new `Map`s have
-    /// none; a copy keeps it, so code that writes into a map passes on the value the writer
-    /// returned, never an older copy.
+    /// network's input): an int8 convolution reading it then skips its range pass. nil: unknown.
+    /// Views (`channels(_:)`) and new `Map`s have none; a copy keeps it, so code that writes into
+    /// a map passes on the value the writer returned, never an older copy.
     package var range: ValueRange?
 
     package init(_ base: UnsafeMutablePointer<Float>, channels: Int, height: Int, width: Int) {
