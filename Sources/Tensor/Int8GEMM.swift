@@ -117,13 +117,16 @@ package func int8GEMM(_ a: UnsafePointer<UInt32>, m: Int, steps: Int, b: UnsafeP
             (b, rows) = (UnsafePointer(packed.b), packed.rows)
         }
         var unseen = Unseen()
+        // Each tile's share of B's rows ends where the next one's starts.
         let tiles = (m + 3) / 4
+        var shared = 0
         for first in stride(from: 0, to: m, by: 4) {
-            let count = min(4, m - first), tile = first / 4
+            let count = min(4, m - first), end = (first / 4 + 1) * steps / tiles
             // Two strips on, a tile's share at a time (all at a strip's start stall the core): B's
             // rows into L1 and, for writing, the tile's lines of C, streams too many for the
             // hardware prefetcher.
-            for i in (tile * steps / tiles)..<((tile + 1) * steps / tiles) { prefetchL1(ahead + source[i]) }
+            for i in shared..<end { prefetchL1(ahead + source[i]) }
+            shared = end
             if direct {
                 for r in first..<(first + count) { prefetchWrite(c + r * ldc + start + 32) }
                 int8Tile(C.self, a: a + first * steps, steps: steps, b: b, rows: rows, first: first, count: count,
