@@ -21,9 +21,11 @@ public enum ConvAlgorithm: Sendable, Equatable, CaseIterable {
         } else if p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && inputsPerGroup >= (wideVectors ? 16 : 32) {
             // Its per-tile transforms pay only over enough input channels (fewer with 512-bit vectors).
             self = .winograd3x3
-        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64
+        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64 && inputsPerGroup >= 16
                     && (wideVectors || !(Self.gemmWeightsOnly ~= inputsPerGroup * outputs)) {
-            // Its per-strip B panels pay only when 64 or more output channels share them.
+            // Its per-strip B panels pay only when 64 or more output channels share them; its nine
+            // GEMMs' sums, combined per tile, only over 16 or more input channels (an image's 3
+            // have 27 products a tile on the phase planes' one GEMM).
             self = .stride2Tiles3x3
         } else {
             self = .gemm
