@@ -361,13 +361,20 @@ func copyRuns<O: StoreObserver>(_ staged: UnsafePointer<Float>, width: Int, rows
 }
 
 /// y[i] = x[i] (+ residual[i]) for i < count: whole vectors, then the vector ending at count
-/// (its first lanes written again, the same values), or one by one when count < 16.
+/// (its first lanes written again, the same values); below 16 floats two 8-float vectors so,
+/// below 8 one by one.
 @inline(__always)
 func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
           adding residual: UnsafePointer<Float>?) {
     @inline(__always) func put(_ i: Int) { y.store(x.vec16(i) + (residual?.vec16(i) ?? Vec16()), at: i) }
+    @inline(__always) func put8(_ i: Int) { y.store(x.vector(i) + (residual?.vector(i) ?? Vec8()), at: i) }
     guard count >= 16 else {
-        for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
+        guard count >= 8 else {
+            for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
+            return
+        }
+        put8(0)
+        put8(count - 8)
         return
     }
     var i = 0
