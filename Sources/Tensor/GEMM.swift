@@ -361,8 +361,8 @@ func copyRuns<O: StoreObserver>(_ staged: UnsafePointer<Float>, width: Int, rows
 }
 
 /// y[i] = x[i] (+ residual[i]) for i < count: whole vectors, then the vector ending at count
-/// (its first lanes written again, the same values); below 16 floats two 8-float vectors so,
-/// below 8 one by one.
+/// (its first lanes written again, the same values); 8 to 15 floats as two such 8-float
+/// vectors, fewer one by one.
 @inline(__always)
 func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Float>,
           adding residual: UnsafePointer<Float>?) {

@@ -5,10 +5,11 @@ import XCTest
 /// `stride2TilesConv2d` (3×3 stride 2 on 2×2 output tiles) against the direct reference.
 final class Stride2TilesTests: XCTestCase {
     /// Stride-2 3×3 convolutions on 2×2 output tiles (`stride2TilesConv2d`, one group, 64 or more
-    /// output channels, 16 or more input ones): reductions of one and several passes (Cin 50, 130), rows narrower than
-    /// 32 floats, of 32 and 40 (8 tiles a vector), of 66, 127, 130 and 257 (16 a vector), odd and
-    /// even output sizes (a last tile of one output row or column), strips across tile rows and
-    /// ending in narrow strips; output channels filling no whole register tile; residual.
+    /// output channels, 16 or more input ones): reductions of one and several passes (Cin 50,
+    /// 130), rows narrower than 32 floats, of 32 and 40 (8 tiles a vector), of 66, 127, 130 and
+    /// 257 (16 a vector), odd and even output sizes (a last tile of one output row or column),
+    /// strips across tile rows and ending in narrow strips; output channels filling no whole
+    /// register tile; residual.
     func testStride2TilesBothTileGeometries() {
         var seed: UInt64 = 800
         for tiles in TileGeometry.allCases {
