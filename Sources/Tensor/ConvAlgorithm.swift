@@ -21,8 +21,7 @@ public enum ConvAlgorithm: Sendable, Equatable, CaseIterable {
         } else if p == Conv2DParameters(kernel: 3, stride: 1, padding: 1) && inputsPerGroup >= (wideVectors ? 16 : 32) {
             // Its per-tile transforms pay only over enough input channels (fewer with 512-bit vectors).
             self = .winograd3x3
-        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64 && inputsPerGroup >= 16
-                    && (wideVectors || !(Self.gemmWeightsOnly ~= inputsPerGroup * outputs)) {
+        } else if p == Conv2DParameters(kernel: 3, stride: 2, padding: 1) && outputs >= 64 && inputsPerGroup >= 16 {
             // Its per-strip B panels pay only when 64 or more output channels share them; its nine
             // GEMMs' sums, combined per tile, only over 16 or more input channels (an image's 3
             // have 27 products a tile on the phase planes' one GEMM).
@@ -31,11 +30,4 @@ public enum ConvAlgorithm: Sendable, Equatable, CaseIterable {
             self = .gemm
         }
     }
-
-    /// Channel pairs (Cin × Cout) of the stride-2 3×3 convolutions left to the GEMM on AVX2 builds.
-    /// Every strip of output columns streams all its weights, 25 floats a pair for the tiles
-    /// against the GEMM's 9: in this range only the GEMM's still come from the cache, which
-    /// outweighs the tiles' 25 products a pair against 36 (docs/PERFORMANCE.md). AVX-512's strips
-    /// are twice as wide, so stream half as often: not measured there, the tiles stay.
-    static let gemmWeightsOnly = 100_000..<200_000
 }
