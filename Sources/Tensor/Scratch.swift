@@ -7,16 +7,16 @@ package final class Scratch {
     package private(set) var bytes = 0
 
     package init() {}
-    deinit { storage?.deallocate() }
+    deinit { Memory.deallocate(storage) }
 
     /// `floats` floats, then `ints` Ints; valid until the next call (their contents are not kept).
     package func take(floats: Int, ints: Int = 0) -> (floats: UnsafeMutablePointer<Float>, ints: UnsafeMutablePointer<Int>) {
         let intOffset = (floats * MemoryLayout<Float>.stride + 63) / 64 * 64
         let needed = max(64, intOffset + ints * MemoryLayout<Int>.stride)
         if needed > bytes {
-            storage?.deallocate()
+            Memory.deallocate(storage)
             bytes = needed
-            storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+            storage = Memory.allocate(bytes: bytes)
         }
         let base = storage!
         return (base.bindMemory(to: Float.self, capacity: floats),

@@ -55,7 +55,7 @@ package final class Workspace {
     package var plannedBytes: Int { planned * MemoryLayout<Float>.stride + scratch.bytes }
 
     deinit {
-        arena?.deallocate()
+        Memory.deallocate(arena)
         for block in blocks where block.onHeap && block.end == Int.max { block.base.deallocate() }
         for buffer in buffers { buffer?.deallocate() }
     }
@@ -72,9 +72,9 @@ package final class Workspace {
         if freed { Memory.returnFreePages() }
         blocks.removeAll(keepingCapacity: true)
         if planned > capacity {
-            arena?.deallocate()
+            Memory.deallocate(arena)
             capacity = planned
-            arena = .allocate(capacity: capacity)
+            arena = Memory.allocate(bytes: capacity * MemoryLayout<Float>.stride).bindMemory(to: Float.self, capacity: capacity)
         }
         clock = 0
         kept = 0
