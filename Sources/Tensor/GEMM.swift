@@ -368,11 +368,11 @@ func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Fl
           adding residual: UnsafePointer<Float>?) {
     @inline(__always) func put(_ i: Int) { y.store(x.vec16(i) + (residual?.vec16(i) ?? Vec16()), at: i) }
     @inline(__always) func put8(_ i: Int) { y.store(x.vector(i) + (residual?.vector(i) ?? Vec8()), at: i) }
-    guard count >= 16 else {
-        guard count >= 8 else {
-            for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
-            return
-        }
+    if count < 8 {
+        for i in 0..<count { y[i] = x[i] + (residual?[i] ?? 0) }
+        return
+    }
+    if count < 16 {
         put8(0)
         put8(count - 8)
         return
