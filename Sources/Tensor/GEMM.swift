@@ -200,9 +200,10 @@ package enum TileGeometry: CaseIterable, Sendable {
 /// Floats past its last used column that `packedGEMM` may read of B's rows: the widest tile.
 package let gemmReadSlack = 48
 
-/// `packedGEMM` with tiles `Wide` over as many columns as they cover, then `Narrow`, then
-/// `Narrow` over the rest padded with zeros; with runs shorter than their stride, `Wide` over B's
-/// columns as they lie (one piece a strip), each strip's rows of C scattered to their runs.
+/// `packedGEMM` with tiles `Wide` over as many columns as they cover, then the rest on one
+/// `Narrow` as wide as it, else on one tile padded with zeros (`Wide` past `Narrow`'s width); with
+/// runs shorter than their stride, `Wide` over B's columns as they lie (one piece a strip), each
+/// strip's rows of C scattered to their runs.
 @inline(__always)
 func packedGEMM<Wide: TileRow, Narrow: TileRow>(
     _: Wide.Type, _: Narrow.Type, _ a: UnsafePointer<Float>, m: Int, k: Int, b: UnsafePointer<Float>,
@@ -315,20 +316,24 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
         return
     }
     var j = 0
-    while j + Narrow.width <= n {
-        if j + Wide.width <= n {
-            strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
-            j += Wide.width
-        } else {
-            strip(Narrow.self, from: j, count: Narrow.width, c: c, ldc: ldc, column: j, epilogue)
-            j += Narrow.width
-        }
+    while j + Wide.width <= n {
+        strip(Wide.self, from: j, count: Wide.width, c: c, ldc: ldc, column: j, epilogue)
+        j += Wide.width
     }
-    guard j < n else { return }
-    // The last columns: into a padded copy of C, bias and activation there, the residual
-    // on the way out.
-    let rest = n - j, width = Narrow.width
-    strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
+    let rest = n - j
+    if rest == Narrow.width {
+        return strip(Narrow.self, from: j, count: rest, c: c, ldc: ldc, column: j, epilogue)
+    }
+    guard rest > 0 else { return }
+    // The last columns on one tile padded with zeros, wide past a narrow tile's width (a narrow
+    // tile loads a broadcast for each product, so its columns cost about twice a wide tile's):
+    // into a padded copy of C, bias and activation there, the residual on the way out.
+    let width = rest > Narrow.width ? Wide.width : Narrow.width
+    if rest > Narrow.width {
+        strip(Wide.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
+    } else {
+        strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
+    }
     for r in 0..<m {
         copy(rowsOfC + r * width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
     }

@@ -67,6 +67,12 @@ final class GEMMTests: XCTestCase {
                     }
                 }
             }
+            // The last columns a narrow tile exactly, or more on a padded wide one (n 32, 40 and 64 end
+            // on 8, 16 and 16 columns past the 24-wide tiles, 32, 40 and 16 past the 48-wide ones).
+            for n in [32, 40, 64] {
+                check(m: 13, k: 300, n: n, runs: nil, activation: .silu, residual: true, tiles: tiles, seed: seed)
+                seed += 4
+            }
             for (n, runs) in [(49, (7, 9)), (130, (13, 15)), (100, (5, 20)), (160, (80, 82)), (127, (127, 129))] {
                 for (activation, residual) in [(Activation.none, false), (.silu, true), (.sigmoid, false)] {
                     check(m: 13, k: 300, n: n, runs: runs, activation: activation, residual: residual, tiles: tiles, seed: seed)
