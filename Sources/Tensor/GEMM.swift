@@ -325,18 +325,17 @@ func packedGEMM<Wide: TileRow, Narrow: TileRow>(
         return strip(Narrow.self, from: j, count: rest, c: c, ldc: ldc, column: j, epilogue)
     }
     guard rest > 0 else { return }
-    // The last columns on one tile padded with zeros, wide past a narrow tile's width (a narrow
-    // tile loads a broadcast for each product, so its columns cost about twice a wide tile's):
-    // into a padded copy of C, bias and activation there, the residual on the way out.
-    let width = rest > Narrow.width ? Wide.width : Narrow.width
-    if rest > Narrow.width {
-        strip(Wide.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
-    } else {
-        strip(Narrow.self, from: j, count: rest, c: rowsOfC, ldc: width, column: 0, inner)
+    /// The last columns on one tile `S` padded with zeros, into a padded copy of C: bias and
+    /// activation there, the residual on the way out.
+    func last<S: TileRow>(_: S.Type) {
+        strip(S.self, from: j, count: rest, c: rowsOfC, ldc: S.width, column: 0, inner)
+        for r in 0..<m {
+            copy(rowsOfC + r * S.width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
+        }
     }
-    for r in 0..<m {
-        copy(rowsOfC + r * width, rest, to: c + r * ldc + j, adding: epilogue.residual.map { $0 + r * ldc + j })
-    }
+    // Wide past a narrow tile's width: a narrow tile loads a broadcast for each product, so its
+    // columns cost about twice a wide tile's.
+    if rest > Narrow.width { last(Wide.self) } else { last(Narrow.self) }
 }
 
 /// Rows `rows` of a strip staged at `staged` (`width` floats a row, grid column `columns.lowerBound`
