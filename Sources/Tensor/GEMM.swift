@@ -492,6 +492,76 @@ typealias Row24 = Row3<Vec8>
 typealias Row16 = Row1<Vec16>
 typealias Row8 = Row1<Vec8>
 
+/// Rows 0 ..< rows of C (ldc floats a row) (+)= A · B over reduction steps `steps`, C's columns
+/// 0 ..< count in groups of 4 on `columnTile`s of up to three of A's panels: for strips of at
+/// most 8 columns, where a row tile would load a broadcast per product. B's step i at
+/// b + (i − steps.lowerBound) · ldb, each row ⌈count / 4⌉ · 4 floats; A as `tile` reads it.
+@inline(__always)
+package func columnTiles(rows: Int, count: Int, steps: Range<Int>, k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
+                 ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int) {
+    for first in stride(from: 0, to: rows, by: 24) {
+        let left = rows - first
+        for column in stride(from: 0, to: count, by: 4) {
+            let (pa, pb, pc) = (a + first * k, b + column, c + first * ldc + column)
+            if left > 16 {
+                columnTile(ThreePanels.self, rows: left, steps: steps, k: k, a: pa, b: pb, ldb: ldb, c: pc, ldc: ldc)
+            } else if left > 8 {
+                columnTile(TwoPanels.self, rows: left, steps: steps, k: k, a: pa, b: pb, ldb: ldb, c: pc, ldc: ldc)
+            } else {
+                columnTile(OnePanel.self, rows: left, steps: steps, k: k, a: pa, b: pb, ldb: ldb, c: pc, ldc: ldc)
+            }
+        }
+    }
+}
+
+/// The number of A's 8-row panels a `columnTile` holds.
+protocol PanelGroup { static var count: Int { get } }
+enum OnePanel: PanelGroup { static var count: Int { 1 } }
+enum TwoPanels: PanelGroup { static var count: Int { 2 } }
+enum ThreePanels: PanelGroup { static var count: Int { 3 } }
+
+/// Rows 0 ..< min(rows, 8 · P.count) of C, columns 0 ..< 4: the sums over `steps` (added to C's
+/// from step 1 on) with A's rows as vector lanes, a broadcast of B per column: 12 products a
+/// step on 7 loads. Panel q of A at a + 8 q k.
+@inline(__always)
+func columnTile<P: PanelGroup>(_: P.Type, rows: Int, steps: Range<Int>, k: Int, a: UnsafePointer<Float>,
+                               b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int) {
+    @inline(__always) func start(_ q: Int, _ column: Int) -> Vec8 {
+        var v = Vec8()
+        guard steps.lowerBound > 0, q < P.count else { return v }
+        for lane in 0..<min(8, rows - 8 * q) { v[lane] = c[(8 * q + lane) * ldc + column] }
+        return v
+    }
+    var (s00, s01, s02, s03) = (start(0, 0), start(0, 1), start(0, 2), start(0, 3))
+    var (s10, s11, s12, s13) = (start(1, 0), start(1, 1), start(1, 2), start(1, 3))
+    var (s20, s21, s22, s23) = (start(2, 0), start(2, 1), start(2, 2), start(2, 3))
+    var pa = a + 8 * steps.lowerBound, pb = b
+    for _ in steps {
+        let a0: Vec8 = pa.vector(0)
+        let a1: Vec8 = P.count > 1 ? (pa + 8 * k).vector(0) : Vec8()
+        let a2: Vec8 = P.count > 2 ? (pa + 16 * k).vector(0) : Vec8()
+        @inline(__always) func column(_ j: Int, _ x0: inout Vec8, _ x1: inout Vec8, _ x2: inout Vec8) {
+            let s = Vec8(repeating: pb[j])
+            x0 = x0.addingProduct(a0, s)
+            if P.count > 1 { x1 = x1.addingProduct(a1, s) }
+            if P.count > 2 { x2 = x2.addingProduct(a2, s) }
+        }
+        column(0, &s00, &s10, &s20)
+        column(1, &s01, &s11, &s21)
+        column(2, &s02, &s12, &s22)
+        column(3, &s03, &s13, &s23)
+        pa += 8
+        pb += ldb
+    }
+    @inline(__always) func put(_ q: Int, _ column: Int, _ v: Vec8) {
+        guard q < P.count else { return }
+        for lane in 0..<min(8, rows - 8 * q) { c[(8 * q + lane) * ldc + column] = v[lane] }
+    }
+    put(0, 0, s00); put(0, 1, s01); put(0, 2, s02); put(0, 3, s03)
+    put(1, 0, s10); put(1, 1, s11); put(1, 2, s12); put(1, 3, s13)
+    put(2, 0, s20); put(2, 1, s21); put(2, 2, s22); put(2, 3, s23)
+}
+
 /// Rows `rows` (at most `R.rows`; a panel's padding rows are computed and dropped) of C, columns
 /// `column ..< column + R.width`: reduction steps `steps` of `k` added in order to what earlier
 /// steps stored there, and at the last step the epilogue. The weights of row `rows.lowerBound` at

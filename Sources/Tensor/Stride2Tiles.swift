@@ -138,12 +138,17 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             // channel's 25) one after the other, rather than each the whole panel.
             for gemm in 0..<9 {
                 let size = Stride2Tiles.sizes[gemm], offset = Stride2Tiles.offsets[gemm]
+                let steps = size * c0..<size * (c0 + n), a = weight.pointer + padded * offset * cin
+                let (b, c) = (panel + offset * n * S.width, sums + gemm * padded * S.width)
+                // Never the last step: the sums stay raw for the output pass below.
+                if S.width == Row8.width {
+                    columnTiles(rows: cout, count: count, steps: steps, k: size * cin, a: a, b: b, ldb: S.width, c: c,
+                                ldc: S.width)
+                    continue
+                }
                 for row in stride(from: 0, to: cout, by: S.rows) {
-                    // Never the last step: the sums stay raw for the output pass below.
-                    tile(S.self, steps: size * c0..<size * (c0 + n), of: .max,
-                         a: weight.pointer + padded * offset * cin + row / 8 * 8 * size * cin + row % 8,
-                         b: panel + offset * n * S.width, rows: row..<min(cout, row + S.rows),
-                         c: sums + gemm * padded * S.width, ldc: S.width, column: 0, plain, staging: nil,
+                    tile(S.self, steps: steps, of: .max, a: a + row / 8 * 8 * size * cin + row % 8, b: b,
+                         rows: row..<min(cout, row + S.rows), c: c, ldc: S.width, column: 0, plain, staging: nil,
                          ahead: streams && (row / 8 + 1) * 8 < cout ? 8 * size * cin : 0)
                 }
             }

@@ -140,10 +140,15 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             }
             for point in 0..<16 {
                 let a = weight.pointer + point * pack
+                let (b, c) = (panels + point * stepsPerPass * S.width, m + point * cout * S.width)
+                if S.width == Row8.width {
+                    columnTiles(rows: cout, count: S.width, steps: steps, k: cin, a: a, b: b, ldb: S.width, c: c,
+                                ldc: S.width)
+                    continue
+                }
                 for row in stride(from: 0, to: cout, by: S.rows) {
-                    tile(S.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8,
-                         b: panels + point * stepsPerPass * S.width, rows: row..<min(cout, row + S.rows),
-                         c: m + point * cout * S.width, ldc: S.width, column: 0, plain, staging: nil,
+                    tile(S.self, steps: steps, of: cin, a: a + row / 8 * 8 * cin + row % 8, b: b,
+                         rows: row..<min(cout, row + S.rows), c: c, ldc: S.width, column: 0, plain, staging: nil,
                          ahead: streams && (point < 15 || (row / 8 + 1) * 8 < cout) ? 8 * cin : 0)
                 }
             }

@@ -56,6 +56,48 @@ final class GEMMTests: XCTestCase {
                     file: file, line: line)
     }
 
+    /// `columnTiles` (A's rows in vector lanes, for strips of at most 8 columns) against plain
+    /// loops: row counts of one, two and three panels and more, ending mid-panel; 1 to 8 columns;
+    /// reductions in one pass and in two (the second adding to the first's sums in C). C's rows
+    /// past the product and its columns past the last group of 4 stay untouched.
+    func testColumnTiles() {
+        var seed: UInt64 = 900
+        for (m, k, count, split) in [(5, 7, 1, 0), (8, 33, 4, 0), (13, 20, 3, 9), (24, 50, 8, 25), (29, 41, 6, 1),
+                                     (70, 64, 5, 40), (17, 3, 8, 2), (16, 1, 2, 0)] {
+            let (ldb, ldc) = (8, 11)
+            let a = randomTensor([m, k], seed: seed), b = randomTensor([k, ldb], seed: seed &+ 1)
+            seed += 2
+            var panels = [Float](repeating: 0, count: (m + 7) / 8 * k * 8)
+            for r in 0..<m { for i in 0..<k { panels[r / 8 * k * 8 + i * 8 + r % 8] = a.scalars[r * k + i] } }
+            var c = [Float](repeating: .nan, count: (m + 8) * ldc)
+            panels.withUnsafeBufferPointer { pa in
+                b.scalars.withUnsafeBufferPointer { pb in
+                    c.withUnsafeMutableBufferPointer { pc in
+                        for steps in [0..<split, split..<k] where !steps.isEmpty {
+                            columnTiles(rows: m, count: count, steps: steps, k: k, a: pa.baseAddress!,
+                                        b: pb.baseAddress! + steps.lowerBound * ldb, ldb: ldb, c: pc.baseAddress!, ldc: ldc)
+                        }
+                    }
+                }
+            }
+            let written = (count + 3) / 4 * 4
+            var actual = [Float](), expected = [Float]()
+            for r in 0..<(m + 8) {
+                for j in 0..<ldc {
+                    if r < m && j < count {
+                        var sum = 0.0
+                        for i in 0..<k { sum += Double(a.scalars[r * k + i]) * Double(b.scalars[i * ldb + j]) }
+                        (actual, expected) = (actual + [c[r * ldc + j]], expected + [Float(sum)])
+                    } else if r >= m || j >= written {
+                        XCTAssert(c[r * ldc + j].isNaN, "m \(m) k \(k) count \(count): C[\(r), \(j)] written")
+                    }
+                }
+            }
+            assertClose(Tensor(shape: [m, count], scalars: actual), Tensor(shape: [m, count], scalars: expected),
+                        tolerance: tolerance(reduction: k), "column tiles m \(m) k \(k) count \(count) split \(split)")
+        }
+    }
+
     func testBothTileGeometries() {
         var seed: UInt64 = 500
         for tiles in TileGeometry.allCases {
