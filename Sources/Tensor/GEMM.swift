@@ -497,8 +497,8 @@ typealias Row8 = Row1<Vec8>
 /// most 8 columns, where a row tile would load a broadcast per product. B's step i at
 /// b + (i − steps.lowerBound) · ldb, each row ⌈count / 4⌉ · 4 floats; A as `tile` reads it.
 @inline(__always)
-package func columnTiles(rows: Int, count: Int, steps: Range<Int>, k: Int, a: UnsafePointer<Float>, b: UnsafePointer<Float>,
-                 ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int) {
+package func columnTiles(rows: Int, count: Int, steps: Range<Int>, k: Int, a: UnsafePointer<Float>,
+                         b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int) {
     for first in stride(from: 0, to: rows, by: 24) {
         let left = rows - first
         for column in stride(from: 0, to: count, by: 4) {
@@ -521,8 +521,8 @@ enum TwoPanels: PanelGroup { static var count: Int { 2 } }
 enum ThreePanels: PanelGroup { static var count: Int { 3 } }
 
 /// Rows 0 ..< min(rows, 8 · P.count) of C, columns 0 ..< 4: the sums over `steps` (added to C's
-/// from step 1 on) with A's rows as vector lanes, a broadcast of B per column: 12 products a
-/// step on 7 loads. Panel q of A at a + 8 q k.
+/// where `steps` starts past 0) with A's rows as vector lanes and a broadcast of B per column,
+/// 12 products a step on 7 loads. Panel q of A at a + 8 q k.
 @inline(__always)
 func columnTile<P: PanelGroup>(_: P.Type, rows: Int, steps: Range<Int>, k: Int, a: UnsafePointer<Float>,
                                b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int) {

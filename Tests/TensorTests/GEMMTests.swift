@@ -87,7 +87,8 @@ final class GEMMTests: XCTestCase {
                     if r < m && j < count {
                         var sum = 0.0
                         for i in 0..<k { sum += Double(a.scalars[r * k + i]) * Double(b.scalars[i * ldb + j]) }
-                        (actual, expected) = (actual + [c[r * ldc + j]], expected + [Float(sum)])
+                        actual.append(c[r * ldc + j])
+                        expected.append(Float(sum))
                     } else if r >= m || j >= written {
                         XCTAssert(c[r * ldc + j].isNaN, "m \(m) k \(k) count \(count): C[\(r), \(j)] written")
                     }
