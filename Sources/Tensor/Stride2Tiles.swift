@@ -116,7 +116,7 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             strip(Narrow.self, from: j, count: min(Narrow.width, columns.upperBound - j), thread: t)
             j += Narrow.width
         }
-        // The last ≤ 8 on 8-wide tiles (20×20 outputs: 100 tiles, 48 + 48 + 4).
+        // The last ≤ 8 in an 8-wide strip, on column tiles (20×20 outputs: 100 tiles, 48 + 48 + 4).
         if j < columns.upperBound { strip(Row8.self, from: j, count: columns.upperBound - j, thread: t) }
     }
 

@@ -85,8 +85,8 @@ private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Ty
 /// `winogradConv2d`'s parts: blocks of tile rows, run with their thread's scratch, in strips of `R`
 /// tiles, the last of a block in up to two `Narrow` ones when those cover it (20×20 maps: 110 grid
 /// columns in two strips of 48 and one of 16, not three of 48; 40×40 on 2 threads: blocks of 210
-/// in four of 48 and two of 16), its last ≤ 8 in an 8-wide one (20×20 on 2 threads: blocks of 55
-/// in 48 + 8, not 48 + 16).
+/// in four of 48 and two of 16), its last ≤ 8 in an 8-wide one on column tiles (20×20 on 2 threads:
+/// blocks of 55 in 48 + 8, not 48 + 16).
 private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     let x: Address<Float>, weight: Address<Float>, y: Address<Float>, bias: Address<Float>, residual: Address<Float>?
     let zeros: Address<Float>, taps: Address<Int>, scratch: Address<Float>
