@@ -22,18 +22,116 @@ static inline void prefetchL1(const void *p) { __builtin_prefetch(p, 0, 3); }
 // target has it, else prefetcht0).
 static inline void prefetchWrite(const void *p) { __builtin_prefetch(p, 1, 3); }
 
+// The int8 kernels' vector steps, each an intrinsic where the build targets AVX2 (AVX for the float
+// ones) and plain vector code on baseline x86-64, whose Swift cannot call `_mm256_*` (Swift has no
+// compile-time test of CPU features, so the choice is made here). Both give the same values.
+typedef int Int32Lanes8 __attribute__((vector_size(32)));
+typedef unsigned char UInt8Lanes32 __attribute__((vector_size(32)));
+typedef signed char Int8Lanes32 __attribute__((vector_size(32)));
+
 // acc + the sums of the four products of a's unsigned bytes with w's signed ones in each 32-bit
 // lane: `vpdpbusd` where the build targets VNNI (AVX-512 or AVX), else `vpmaddubsw` (pairs into
 // saturating Int16s), `vpmaddwd` by ones and `vpaddd`. The two agree while no pair exceeds Int16:
 // with weights |w| ≤ 63, as the int8 GEMM's are. Swift's intrinsics module hides VNNI from builds
-// without it, and Swift has no compile-time test of CPU features.
+// without it.
 static inline __m256i dotAccumulate(__m256i acc, __m256i a, __m256i w) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
     return _mm256_dpbusd_epi32(acc, a, w);
 #elif defined(__AVXVNNI__)
     return _mm256_dpbusd_avx_epi32(acc, a, w);
-#else
+#elif defined(__AVX2__)
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1)));
+#else
+    Int32Lanes8 sum = (Int32Lanes8)acc;
+    UInt8Lanes32 x = (UInt8Lanes32)a;
+    Int8Lanes32 y = (Int8Lanes32)w;
+    for (int i = 0; i < 32; i++) sum[i / 4] += x[i] * y[i];
+    return (__m256i)sum;
+#endif
+}
+
+// x in all 8 Int32 lanes.
+static inline __m256i broadcastInt32(int x) {
+#if defined(__AVX__)
+    return _mm256_set1_epi32(x);
+#else
+    return (__m256i)((Int32Lanes8){0} + x);
+#endif
+}
+
+// (sums − offset) as floats, lane by lane.
+static inline __m256 offsetSumsToFloat(__m256i sums, int offset) {
+#if defined(__AVX2__)
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, _mm256_set1_epi32(offset)));
+#else
+    return __builtin_convertvector((Int32Lanes8)sums - offset, __m256);
+#endif
+}
+
+// ≈ 1 / d: `vrcpps` (relative error ≤ 1.5·2⁻¹²) on AVX, exact on baseline x86-64.
+static inline __m256 reciprocalEstimate(__m256 d) {
+#if defined(__AVX__)
+    return _mm256_rcp_ps(d);
+#else
+    return 1.0f / d;
+#endif
+}
+
+// a < b ? a : b and a > b ? a : b lane by lane (b where either is NaN), as `vminps`/`vmaxps`.
+static inline __m256 lanesMin(__m256 a, __m256 b) {
+#if defined(__AVX__)
+    return _mm256_min_ps(a, b);
+#else
+    Int32Lanes8 less = a < b;
+    return (__m256)((less & (Int32Lanes8)a) | (~less & (Int32Lanes8)b));
+#endif
+}
+
+static inline __m256 lanesMax(__m256 a, __m256 b) {
+#if defined(__AVX__)
+    return _mm256_max_ps(a, b);
+#else
+    Int32Lanes8 greater = a > b;
+    return (__m256)((greater & (Int32Lanes8)a) | (~greater & (Int32Lanes8)b));
+#endif
+}
+
+// The first n (0 … 8) floats at p, zeros after: lanes past n are not read.
+static inline __m256 loadFirst(const float *p, int n) {
+#if defined(__AVX2__)
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+#else
+    __m256 v = {0};
+    for (int i = 0; i < n; i++) v[i] = p[i];
+    return v;
+#endif
+}
+
+// 8 pixels of 4 channels as bytes, channel c's in bits 8c … 8c + 7 of each pixel's 32-bit lane:
+// c·inverse rounded to nearest even (`vcvtps2dq`: NaN and out-of-range give INT32_MIN), saturated
+// to Int16, + zero saturating, clamped to 0 … 255. 128-bit lanes pack separately, so each holds 4
+// pixels' bytes channel-major, which one shuffle turns pixel-major.
+static inline __m256i quantizePixels(__m256 c0, __m256 c1, __m256 c2, __m256 c3, float inverse, short zero) {
+#if defined(__AVX2__)
+    __m256i z = _mm256_set1_epi16(zero);
+    __m256i low = _mm256_adds_epi16(_mm256_packs_epi32(_mm256_cvtps_epi32(c0 * inverse), _mm256_cvtps_epi32(c1 * inverse)), z);
+    __m256i high = _mm256_adds_epi16(_mm256_packs_epi32(_mm256_cvtps_epi32(c2 * inverse), _mm256_cvtps_epi32(c3 * inverse)), z);
+    __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                     0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm256_shuffle_epi8(_mm256_packus_epi16(low, high), order);
+#else
+    __m256 channels[4] = {c0 * inverse, c1 * inverse, c2 * inverse, c3 * inverse};
+    UInt8Lanes32 bytes;
+    for (int c = 0; c < 4; c++) {
+        for (int i = 0; i < 8; i++) {
+            float x = channels[c][i];
+            long r = x == x && x >= -2147483648.0f && x < 2147483648.0f ? __builtin_lrintf(x) : -2147483647L - 1;
+            r = r < -32768 ? -32768 : r > 32767 ? 32767 : r;
+            r = r + zero < -32768 ? -32768 : r + zero > 32767 ? 32767 : r + zero;
+            bytes[4 * i + c] = r < 0 ? 0 : r > 255 ? 255 : (unsigned char)r;
+        }
+    }
+    return (__m256i)bytes;
 #endif
 }
 

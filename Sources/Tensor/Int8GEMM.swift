@@ -36,8 +36,7 @@ package struct Int8Epilogue {
     /// Row `row`'s 8 sums as floats with the bias, before the activation, at `c`, and to `seen`.
     @inline(__always)
     func store<O: StoreObserver>(_ sums: __m256i, row: Int, at c: UnsafeMutablePointer<Float>, _ seen: inout O) {
-        let s = _mm256_sub_epi32(sums, _mm256_set1_epi32(offsets[row]))
-        let v = _mm256_cvtepi32_ps(s) * scales[row] + bias[row]
+        let v = offsetSumsToFloat(sums, offsets[row]) * scales[row] + bias[row]
         c.store(v, at: 0)
         seen.add(v)
     }
@@ -51,7 +50,7 @@ package struct Int8Epilogue {
 private func coarseSigmoid<V: FloatVector>(_ x: V) -> V {
     let d = 1 + exp(-x, coarse: true)
     guard V.scalarCount == 8 else { return 1 / d }
-    return unsafeBitCast(_mm256_rcp_ps(unsafeBitCast(d, to: __m256.self)), to: V.self)
+    return unsafeBitCast(reciprocalEstimate(unsafeBitCast(d, to: __m256.self)), to: V.self)
 }
 
 private enum CoarseSiLU: ActivationFunction {
@@ -191,7 +190,7 @@ struct Bounds: StoreObserver {
     @inline(__always)
     mutating func add<V: FloatVector>(_ v: V) {
         let x = unsafeBitCast(v, to: __m256.self)
-        (lo, hi) = (_mm256_min_ps(lo, x), _mm256_max_ps(hi, x))
+        (lo, hi) = (lanesMin(lo, x), lanesMax(hi, x))
     }
 }
 
@@ -210,7 +209,7 @@ protocol Int8Columns {
 
 struct Int8Columns16: Int8Columns {
     static var width: Int { 16 }
-    var v0 = _mm256_setzero_si256(), v1 = _mm256_setzero_si256()
+    var v0 = __m256i(), v1 = __m256i()
     init() {}
 
     @inline(__always)
@@ -240,7 +239,7 @@ struct Int8Columns16: Int8Columns {
 
 struct Int8Columns8: Int8Columns {
     static var width: Int { 8 }
-    var v0 = _mm256_setzero_si256()
+    var v0 = __m256i()
     init() {}
 
     @inline(__always)
@@ -273,10 +272,10 @@ func int8Tile<C: Int8Columns, O: StoreObserver>(
     let w = UnsafeRawPointer(a)
     for i in 0..<steps {
         let bv = C(loading: b + rows[i]), pa = w + 16 &* i
-        r0.add(_mm256_set1_epi32(pa.load(as: Int32.self)), times: bv)
-        r1.add(_mm256_set1_epi32(pa.load(fromByteOffset: 4, as: Int32.self)), times: bv)
-        r2.add(_mm256_set1_epi32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
-        r3.add(_mm256_set1_epi32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
+        r0.add(broadcastInt32(pa.load(as: Int32.self)), times: bv)
+        r1.add(broadcastInt32(pa.load(fromByteOffset: 4, as: Int32.self)), times: bv)
+        r2.add(broadcastInt32(pa.load(fromByteOffset: 8, as: Int32.self)), times: bv)
+        r3.add(broadcastInt32(pa.load(fromByteOffset: 12, as: Int32.self)), times: bv)
     }
     /// The tile's rows at `out` (row r at out + r · ld).
     @inline(__always) func store<P: StoreObserver>(at out: UnsafeMutablePointer<Float>, ld: Int, _ seen: inout P) {

@@ -1,3 +1,4 @@
+import CTargetFeatures
 import _Builtin_intrinsics.intel
 
 /// Convolution weights [Cout, Cin, kH, kW] quantized for `quantizedConv2d`: symmetric per output
@@ -66,17 +67,11 @@ package struct ActivationQuantization: Equatable {
 
     /// 8 pixels of 4 channels (`c.0` … `c.3`) as bytes, channel c's in bits 8c … 8c + 7 of each
     /// pixel's UInt32: x · inverse rounded to nearest even (as the CPU rounds), + zero, clamped to
-    /// 0 … 255 by the saturating packs. 128-bit lanes pack separately, so each lane holds 4 pixels'
-    /// bytes channel-major, which one shuffle turns pixel-major.
+    /// 0 … 255 (`quantizePixels`).
     @inline(__always)
     func pack(_ c: (Vec8, Vec8, Vec8, Vec8), inverse: Float) -> SIMD8<UInt32> {
-        func rounded(_ v: Vec8) -> __m256i { _mm256_cvtps_epi32(v * inverse) }
-        let zero = _mm256_set1_epi16(Int16(truncatingIfNeeded: self.zero))
-        let low = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.0), rounded(c.1)), zero)
-        let high = _mm256_adds_epi16(_mm256_packs_epi32(rounded(c.2), rounded(c.3)), zero)
-        let order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-                                     0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
-        return unsafeBitCast(_mm256_shuffle_epi8(_mm256_packus_epi16(low, high), order), to: SIMD8<UInt32>.self)
+        let bytes = quantizePixels(c.0, c.1, c.2, c.3, inverse, Int16(truncatingIfNeeded: zero))
+        return unsafeBitCast(bytes, to: SIMD8<UInt32>.self)
     }
 }
 
@@ -181,9 +176,8 @@ struct QuantizedPlanes {
             }
             while ix < w {
                 let n = min(8, w - ix)
-                let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(Int32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
                 func load(_ c: Int) -> Vec8 {
-                    c < present ? _mm256_maskload_ps(row + c * hw + ix, mask) : Vec8()
+                    c < present ? loadFirst(row + c * hw + ix, Int32(n)) : Vec8()
                 }
                 let pixels = quantization.pack((load(0), load(1), load(2), load(3)), inverse: inverse)
                 for i in 0..<n {
@@ -283,11 +277,11 @@ private struct Extremes: ParallelWork {
 
     func run(part: Int, thread: Int) {
         let r = ranges[part], base = x.pointer + r.lowerBound, count = r.count
-        var (lo, hi) = (_mm256_set1_ps(.infinity), _mm256_set1_ps(-.infinity))
+        var (lo, hi) = (__m256(repeating: .infinity), __m256(repeating: -.infinity))
         var i = 0
         while i + 8 <= count {
             let v = UnsafeRawPointer(base + i).loadUnaligned(as: __m256.self)
-            (lo, hi) = (_mm256_min_ps(lo, v), _mm256_max_ps(hi, v))
+            (lo, hi) = (lanesMin(lo, v), lanesMax(hi, v))
             i += 8
         }
         var (l, h) = (lo.min(), hi.max())
