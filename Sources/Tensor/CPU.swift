@@ -55,9 +55,12 @@ extension CPU {
     /// `-Xswiftc -target-cpu …`), as `__builtin_cpu_supports` names them.
     public static let targetFeatures = names(targetedFeatures())
 
-    /// Whether the build targets baseline x86-64 only (built without `-target-cpu`): no AVX, so the
-    /// SIMD kernels fall back to scalar code.
-    public static var buildTargetsBaseline: Bool { !targetFeatures.contains("avx") }
+    /// A warning for a build without AVX2 and FMA (no `-target-cpu`, or one older than Haswell):
+    /// the SIMD kernels then run on SSE or scalar code; nil for a build that has both.
+    public static let slowBuildWarning: String? = targetFeatures.contains("avx2") && targetFeatures.contains("fma") ? nil : """
+        WARNING: yolo-swift was built without AVX2 and FMA: inference runs about 20 times slower. \
+        Build with `-Xswiftc -target-cpu -Xswiftc native` (or `haswell` for a binary that runs on any AVX2 CPU).
+        """
 
     /// Throws `MissingFeaturesError` on a CPU without every feature this build uses. Executables
     /// call it first thing, before any kernel runs, so that such a CPU gets a message rather than

@@ -53,11 +53,13 @@ public final class YOLO: Sendable {
     }
 
     /// Loads a model from a `.safetensors` file. A CPU without the instruction-set features the
-    /// build targets is refused here, with an error naming them, before any kernel runs.
+    /// build targets is refused here, with an error naming them, before any kernel runs; a build
+    /// without AVX2 and FMA prints `CPU.slowBuildWarning` to stderr, once per process.
     /// `precision` is fixed here: int8 weights are quantized as they load.
     public init(contentsOf url: URL, configuration: YOLOConfiguration = YOLOConfiguration(),
                 precision: YOLOPrecision = .fp32) throws {
         try CPU.checkTargetFeatures()
+        _ = slowBuildWarned
         try configuration.validate()
         do {
             model = try Model(contentsOf: url, precision: precision.graph)
@@ -270,3 +272,8 @@ public final class YOLO: Sendable {
         return nonMaxSuppression(output, config, classes: nc, rotated: task == .obb, multiLabel: multiLabel)
     }
 }
+
+/// Prints `CPU.slowBuildWarning` when first read: a global's initializer runs once, thread-safely.
+private let slowBuildWarned: Void = {
+    if let warning = CPU.slowBuildWarning { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
+}()
