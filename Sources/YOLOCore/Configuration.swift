@@ -40,8 +40,8 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var memoryBudget: Int? = nil
     /// Largest width · height of an image file `predict` decodes; see `Image(contentsOf:maxPixels:)`.
     public var maxImagePixels: Int = Image.defaultMaxPixels
-    /// Threads a prediction's kernels use, ≥ 1. Default (nil): `YOLO_NUM_THREADS`, else one per
-    /// core the process may run on.
+    /// Threads a prediction's kernels use, ≥ 1. Default (nil): `YOLO_NUM_THREADS` (an integer in
+    /// 1…1024, else `validate()` throws), else one per core the process may run on.
     public var threads: Int? = nil
 
     public init() {}
@@ -60,6 +60,12 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
         guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }
         if let threads, !(1...1024).contains(threads) { throw fail("threads", threads, "must be in 1…1024") }
+        // Unset, the kernels take their count from the environment: a bad value there is refused
+        // rather than silently replaced by one per core.
+        if threads == nil, let text = ProcessInfo.processInfo.environment["YOLO_NUM_THREADS"],
+           !(Int(text).map { (1...1024).contains($0) } ?? false) {
+            throw fail("YOLO_NUM_THREADS", text, "must be an integer in 1…1024")
+        }
     }
 
     /// Half of the smallest of the physical memory, the cgroup's memory limit and the address

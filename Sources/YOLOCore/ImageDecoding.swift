@@ -8,6 +8,9 @@ extension Image {
     /// - Parameter maxPixels: the largest width · height accepted, checked from the header
     ///   before any pixel memory is taken; raise it for larger images from trusted sources.
     public init(contentsOf url: URL, maxPixels: Int = Image.defaultMaxPixels) throws {
+        if let kind = MediaFiles.irregularKind(atPath: url.path) {
+            throw ImageError.unreadable(file: url.path, reason: "it is \(kind), not an image file")
+        }
         let data: Data
         do {
             data = try Data(contentsOf: url)

@@ -43,4 +43,21 @@ package enum MediaFiles {
         guard !files.isEmpty else { throw SourceError.cannotOpen(source: url.path, reason: "the directory holds no \(kind)") }
         return files.map { url.appendingPathComponent($0) }
     }
+
+    /// What the path names when it exists and is not a regular file ("a FIFO", "a directory", …),
+    /// else nil: reading a FIFO or a device would block or never end, and writing one by rename
+    /// would replace it.
+    package static func irregularKind(atPath path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        default: return "a special file"
+        }
+    }
 }

@@ -1,23 +1,30 @@
 import Foundation
 
-/// project/name, or project/name2, name3, … if it exists (Ultralytics `increment_path`).
+/// project/name, or project/name2, name3, … if taken (Ultralytics `increment_path`). The project
+/// path is resolved once (`.`, `..`, trailing slashes; relative to the current directory) and
+/// created with its parents; the run folder itself is claimed by a `mkdir` that fails when it
+/// exists, so concurrent runs into one project never share a folder.
 func makeRunDirectory(project: String, name: String) throws -> URL {
-    let fm = FileManager.default
-    let base = URL(fileURLWithPath: project)
-    var candidate = base.appendingPathComponent(name)
-    var n = 2
-    while fm.fileExists(atPath: candidate.path) {
-        candidate = base.appendingPathComponent("\(name)\(n)")
-        n += 1
+    guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
+        throw CommandFailure(message: "--name '\(name)' must be a folder name, without '/'")
+    }
+    let base = URL(fileURLWithPath: project).standardizedFileURL
+    func failure(_ folder: String) -> CommandFailure {
+        CommandFailure(message: "cannot create the run folder \((project as NSString).appendingPathComponent(folder)): "
+                       + String(cString: strerror(errno)))
     }
     // mkdir -p by hand: Foundation's errors on Linux do not say why.
-    var path = project.hasPrefix("/") ? "" : "."
-    for component in candidate.path.dropFirst(base.path.count - project.count).split(separator: "/") {
+    var path = ""
+    for component in base.pathComponents.dropFirst() {
         path += "/" + component
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
-            throw CommandFailure(message: "cannot create the run folder \(project)/\(candidate.lastPathComponent): "
-                                 + String(cString: strerror(errno)))
-        }
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw failure(name) }
     }
-    return candidate
+    var n = 1
+    while true {
+        let folder = n == 1 ? name : "\(name)\(n)"
+        let candidate = base.appendingPathComponent(folder)
+        if mkdir(candidate.path, 0o755) == 0 { return candidate }
+        guard errno == EEXIST else { throw failure(folder) }
+        n += 1
+    }
 }

@@ -326,6 +326,15 @@ final class ImageTests: XCTestCase {
         XCTAssertThrowsError(try Image(contentsOf: directory)) { error in
             guard case .unreadable = error as? ImageError else { return XCTFail("\(error)") }
         }
+        // A FIFO nobody writes would block the read forever, /dev/zero would never end: both are
+        // refused by their kind before they are opened.
+        let fifo = directory.appendingPathComponent("fifo.jpg")
+        XCTAssertEqual(mkfifo(fifo.path, 0o644), 0)
+        for (file, kind) in [(fifo, "a FIFO"), (URL(fileURLWithPath: "/dev/zero"), "a character device")] {
+            XCTAssertThrowsError(try Image(contentsOf: file)) { error in
+                XCTAssertEqual(error as? ImageError, .unreadable(file: file.path, reason: "it is \(kind), not an image file"))
+            }
+        }
         XCTAssertThrowsError(try Image(data: Data())) { error in
             XCTAssertEqual(error as? ImageError, .empty(file: "<data>"))
         }
