@@ -145,8 +145,27 @@ final class SafeTensorsTests: XCTestCase {
     }
 
     func testHeaderTooLarge() {
-        assertThrows(craft("{}", headerLength: 100_000_001), .headerTooLarge(source: src, headerLength: 100_000_001))
+        let length = UInt64(SafeTensorsFile.maxHeaderLength + 1)
+        assertThrows(craft("{}", headerLength: length), .headerTooLarge(source: src, headerLength: length))
         assertThrows(craft("{}", headerLength: .max), .headerTooLarge(source: src, headerLength: .max))
+    }
+
+    /// Headers that are valid but would take JSONSerialization hundreds of megabytes (4 KB an
+    /// entry, 100 bytes a value) are refused by a count before the parse.
+    func testHeaderWithTooManyEntriesOrValues() {
+        let entries = (0 ... SafeTensorsFile.maxEntries).map { #""\#($0)":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}"# }
+        assertThrows(craft("{" + entries.joined(separator: ",") + "}"),
+                     .tooManyEntries(source: src, count: SafeTensorsFile.maxEntries + 1))
+        // Brackets, colons and commas: 2 + 2 + 4 + (n - 1) + 3.
+        let zeros = Array(repeating: "0", count: SafeTensorsFile.maxValues).joined(separator: ",")
+        assertThrows(craft(#"{"x":{"dtype":"F32","shape":["# + zeros + #"],"data_offsets":[0,0]}}"#),
+                     .tooManyValues(source: src, count: SafeTensorsFile.maxValues + 10))
+        XCTAssertEqual(SafeTensorsError.tooManyEntries(source: src, count: 10_001).localizedDescription,
+                       "the safetensors header of \(src) has 10001 entries, more than the limit of 10000")
+        // Inside strings, escaped quotes and backslashes included, nothing counts.
+        let names = #"\\\"{"# + String(repeating: ":,", count: SafeTensorsFile.maxValues) + #"}""#
+        let file = try? SafeTensorsFile(data: craft(#"{"__metadata__":{"names":""# + names + "}}"), source: src)
+        XCTAssertEqual(file?.metadata["names"]?.count, 2 * SafeTensorsFile.maxValues + 4)
     }
 
     func testHeaderPastEnd() {
