@@ -7,9 +7,11 @@ extension YOLO {
     /// from there. With `sha256`, the file must have that digest (checked after download and
     /// on every cache hit; a mismatching cached file is downloaded again).
     ///
-    /// - Parameter timeout: how long connecting may take, and how long the transfer may go
-    ///   without receiving a byte, before the download fails; `nil` takes the seconds in
-    ///   `$YOLO_DOWNLOAD_TIMEOUT`, else 30 s. The stall limit is counted in whole seconds.
+    /// - Parameter timeout: how long connecting may take, how long the transfer may go without
+    ///   receiving a byte (counted in whole seconds), and the grace before it must average 10 kB/s
+    ///   (so it must end within `timeout` + size / 10 kB/s), before the download fails; `nil`
+    ///   takes the seconds in `$YOLO_DOWNLOAD_TIMEOUT`, else 30 s. The body may have at most
+    ///   `$YOLO_MAX_DOWNLOAD` bytes, else 4 GiB; at most 10 redirects are followed.
     public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil,
                             configuration: YOLOConfiguration = YOLOConfiguration(),
                             precision: YOLOPrecision = .fp32) async throws {
@@ -32,6 +34,15 @@ enum ModelCache {
     static let defaultTimeout = 30.0
     /// A day: longer is a mistake, and libcurl takes the timeouts as integers.
     static let maxTimeout = 86_400.0
+    /// The slowest average a download may keep after its first `timeout` seconds, in bytes/s:
+    /// a server dripping bytes fails the download instead of holding its thread forever.
+    static let minimumRate = 10_000.0
+    /// Bytes a download may have when `$YOLO_MAX_DOWNLOAD` gives no limit: far above any YOLO
+    /// model (official checkpoints are under 150 MB), far below a disk an endless body would fill.
+    static let defaultMaxDownload = 4 << 30
+    /// Characters kept of a URL's file name (its end): with the hash prefix and the `.partial`
+    /// file's decorations, well under the 255-byte limit of file names.
+    static let maxNameLength = 128
     /// A `.partial` file this old belongs to a download that was killed, not one in progress.
     static let stalePartialAge: TimeInterval = 86_400
 
@@ -46,7 +57,14 @@ enum ModelCache {
            try expected.map({ try digest(of: destination) == $0.lowercased() }) ?? true {
             return destination
         }
-        let seconds = try timeout.map(seconds(of:)) ?? environmentTimeout() ?? defaultTimeout
+        let seconds = try timeout.map(seconds(of:))
+            ?? environment("YOLO_DOWNLOAD_TIMEOUT", "a number of seconds in (0, \(maxTimeout)]") {
+                Double($0).flatMap { $0 > 0 && $0 <= maxTimeout ? $0 : nil }
+            }
+            ?? defaultTimeout
+        let limit = try environment("YOLO_MAX_DOWNLOAD", "a whole number of bytes greater than 0") {
+            Int($0).flatMap { $0 > 0 ? $0 : nil }
+        } ?? defaultMaxDownload
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -55,7 +73,7 @@ enum ModelCache {
         sweepStalePartials(in: directory)
         let partial = directory.appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).partial")
         do {
-            try Curl.download(url.absoluteString, to: partial.path, timeout: seconds)
+            try Curl.download(url.absoluteString, to: partial.path, timeout: seconds, limit: limit)
             if let expected {
                 let actual = try digest(of: partial)
                 guard actual == expected.lowercased() else {
@@ -77,13 +95,16 @@ enum ModelCache {
 
     /// `<first 16 hex digits of SHA-256(url)>-<last path component>`: keyed by the whole URL, so
     /// two URLs ending in the same name do not collide; every character of the name outside
-    /// letters, digits, `.`, `-` and `_` becomes `_`, so a decoded `%2F` cannot leave the directory.
+    /// letters, digits, `.`, `-` and `_` becomes `_`, so a decoded `%2F` cannot leave the directory,
+    /// and only its last `maxNameLength` characters are kept.
     static func fileName(for url: URL) throws -> String {
         let name = url.lastPathComponent
         guard name.hasSuffix(".safetensors") || name.hasSuffix(".pt") else {
             throw YOLOError.downloadFailed(url: url.absoluteString, reason: "the URL does not name a .safetensors or .pt file")
         }
-        let safe = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
+        let safe = String(name.suffix(maxNameLength).map {
+            $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_"
+        })
         return SHA256.hexDigest(Data(url.absoluteString.utf8)).prefix(16) + "-" + safe
     }
 
@@ -130,14 +151,14 @@ enum ModelCache {
         return seconds
     }
 
-    /// `$YOLO_DOWNLOAD_TIMEOUT` in seconds, nil when unset or empty.
-    static func environmentTimeout() throws -> Double? {
-        guard let text = ProcessInfo.processInfo.environment["YOLO_DOWNLOAD_TIMEOUT"], !text.isEmpty else { return nil }
-        guard let seconds = Double(text), seconds > 0, seconds <= maxTimeout else {
-            throw YOLOError.invalidConfiguration(field: "YOLO_DOWNLOAD_TIMEOUT", value: text,
-                                                 reason: "must be a number of seconds in (0, \(maxTimeout)]")
+    /// The environment variable `name` read by `parse`, nil when unset or empty; a value `parse`
+    /// rejects is a configuration error saying it must be `requirement`.
+    static func environment<T>(_ name: String, _ requirement: String, _ parse: (String) -> T?) throws -> T? {
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return nil }
+        guard let value = parse(text) else {
+            throw YOLOError.invalidConfiguration(field: name, value: text, reason: "must be \(requirement)")
         }
-        return seconds
+        return value
     }
 
     static func digest(of file: URL) throws -> String {
@@ -151,6 +172,8 @@ enum ModelCache {
 /// libcurl 4 is a dependency of Swift's Linux toolchain, so it is there wherever Swift runs.
 private enum Curl {
     private typealias Handle = OpaquePointer
+    /// CURLOPT_WRITEFUNCTION's type: (bytes, 1, count, CURLOPT_WRITEDATA) -> bytes taken, fewer aborting.
+    private typealias Writer = @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int
     // curl_easy_setopt and curl_easy_getinfo are variadic: called here with one argument of the
     // type the option takes, as the x86-64 and AArch64 calling conventions allow.
     private struct Library: Sendable {
@@ -158,6 +181,7 @@ private enum Curl {
         let setString: @convention(c) (Handle?, Int32, UnsafePointer<CChar>?) -> Int32
         let setPointer: @convention(c) (Handle?, Int32, UnsafeMutableRawPointer?) -> Int32
         let setLong: @convention(c) (Handle?, Int32, Int) -> Int32
+        let setWriter: @convention(c) (Handle?, Int32, Writer?) -> Int32
         let perform: @convention(c) (Handle?) -> Int32
         let getLong: @convention(c) (Handle?, Int32, UnsafeMutablePointer<Int>) -> Int32
         let message: @convention(c) (Int32) -> UnsafePointer<CChar>?
@@ -182,6 +206,7 @@ private enum Curl {
               let setString = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, UnsafePointer<CChar>?) -> Int32).self),
               let setPointer = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, UnsafeMutableRawPointer?) -> Int32).self),
               let setLong = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, Int) -> Int32).self),
+              let setWriter = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, Writer?) -> Int32).self),
               let perform = symbol("curl_easy_perform", as: (@convention(c) (Handle?) -> Int32).self),
               let getLong = symbol("curl_easy_getinfo", as: (@convention(c) (Handle?, Int32, UnsafeMutablePointer<Int>) -> Int32).self),
               let message = symbol("curl_easy_strerror", as: (@convention(c) (Int32) -> UnsafePointer<CChar>?).self),
@@ -190,12 +215,41 @@ private enum Curl {
             return .failure(Unavailable(reason: "the loaded libcurl lacks curl_global_init or the curl_easy_* functions"))
         }
         return .success(Library(initialize: initialize, setString: setString, setPointer: setPointer, setLong: setLong,
-                                perform: perform, getLong: getLong, message: message, cleanup: cleanup))
+                                setWriter: setWriter, perform: perform, getLong: getLong, message: message, cleanup: cleanup))
     }()
 
-    /// Writes the body of a 200 response to `url` (redirects followed) into the file at `path`;
-    /// fails when connecting takes longer than `timeout` seconds or no byte arrives for as long.
-    static func download(_ url: String, to path: String, timeout: Double) throws {
+    /// Where the writer puts the body, checking the size limit and the average rate as bytes arrive.
+    private struct Sink {
+        let file: UnsafeMutablePointer<FILE>
+        let path: String
+        let limit: Int
+        let timeout: Double
+        let start = ContinuousClock.now
+        var received = 0
+        /// Why the writer stopped the transfer.
+        var failure: String?
+
+        mutating func write(_ bytes: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+            received += count
+            let elapsed = start.duration(to: .now) / .seconds(1)
+            if received > limit {
+                failure = "the body exceeds the \(limit)-byte limit (set it with YOLO_MAX_DOWNLOAD)"
+            } else if elapsed > timeout + Double(received) / ModelCache.minimumRate {
+                failure = "timed out: \(received) bytes in \(String(format: "%.1f", elapsed)) s, under the "
+                    + "\(Int(ModelCache.minimumRate)) bytes/s on average required after the first \(timeout) s "
+                    + "(set those seconds with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter)"
+            } else if fwrite(bytes, 1, count, file) != count {
+                failure = "cannot write \(path): \(String(cString: strerror(errno)))"
+            }
+            return failure == nil ? count : 0
+        }
+    }
+
+    /// Writes the body of a 200 response to `url` (at most 10 redirects followed, http and https
+    /// only) into the file at `path`; fails when connecting takes longer than `timeout` seconds,
+    /// no byte arrives for as long, the transfer averages under `ModelCache.minimumRate` after
+    /// as long, or the body has more than `limit` bytes.
+    static func download(_ url: String, to path: String, timeout: Double, limit: Int) throws {
         let curl: Library
         switch library {
         case .success(let loaded): curl = loaded
@@ -207,32 +261,53 @@ private enum Curl {
         defer { fclose(file) }
         guard let handle = curl.initialize() else { throw YOLOError.downloadFailed(url: url, reason: "curl_easy_init failed") }
         defer { curl.cleanup(handle) }
+        var sink = Sink(file: file, path: path, limit: limit, timeout: timeout)
         // CURL_ERROR_SIZE: libcurl's message for a failure, more specific than curl_easy_strerror.
         var detail = [CChar](repeating: 0, count: 256)
         let code = detail.withUnsafeMutableBytes { detail in
-            // CURLOPT_URL, CURLOPT_WRITEDATA (a FILE *, which libcurl's default writer fwrites to),
-            // CURLOPT_FOLLOWLOCATION, CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process),
-            // CURLOPT_ERRORBUFFER, CURLOPT_CONNECTTIMEOUT_MS, and CURLOPT_LOW_SPEED_LIMIT and
-            // CURLOPT_LOW_SPEED_TIME: below 1 byte/s for that many whole seconds is a stall;
-            // CURLOPT_NOPROGRESS off, libcurl's progress meter on stderr, when that is a terminal.
-            _ = curl.setString(handle, 10002, url)
-            _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(file))
-            _ = curl.setLong(handle, 52, 1)
-            _ = curl.setLong(handle, 99, 1)
-            _ = curl.setPointer(handle, 10010, detail.baseAddress)
-            _ = curl.setLong(handle, 156, Int((timeout * 1000).rounded(.up)))
-            _ = curl.setLong(handle, 19, 1)
-            _ = curl.setLong(handle, 20, Int(timeout.rounded(.up)))
-            _ = curl.setLong(handle, 43, isatty(2) == 1 ? 0 : 1)
-            return curl.perform(handle)
+            withUnsafeMutablePointer(to: &sink) { sink in
+                // CURLOPT_URL, CURLOPT_WRITEFUNCTION and CURLOPT_WRITEDATA (the sink),
+                // CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS (libcurl's default is no limit),
+                // CURLOPT_PROTOCOLS and CURLOPT_REDIR_PROTOCOLS (HTTP and HTTPS; the bitmask forms,
+                // deprecated in libcurl 7.85 for string forms that older versions lack),
+                // CURLOPT_MAXFILESIZE_LARGE (a Content-Length over it fails before the body),
+                // CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process), CURLOPT_ERRORBUFFER,
+                // CURLOPT_CONNECTTIMEOUT_MS, and CURLOPT_LOW_SPEED_LIMIT and CURLOPT_LOW_SPEED_TIME:
+                // below 1 byte/s for that many whole seconds is a stall (slow averages are the sink's);
+                // CURLOPT_NOPROGRESS off, libcurl's progress meter on stderr, when that is a terminal.
+                _ = curl.setString(handle, 10002, url)
+                _ = curl.setWriter(handle, 20011) { bytes, size, count, sink in
+                    sink?.assumingMemoryBound(to: Sink.self).pointee.write(bytes, size * count) ?? 0
+                }
+                _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(sink))
+                _ = curl.setLong(handle, 52, 1)
+                _ = curl.setLong(handle, 68, 10)
+                _ = curl.setLong(handle, 181, 3)
+                _ = curl.setLong(handle, 182, 3)
+                _ = curl.setLong(handle, 30117, limit)
+                _ = curl.setLong(handle, 99, 1)
+                _ = curl.setPointer(handle, 10010, detail.baseAddress)
+                _ = curl.setLong(handle, 156, Int((timeout * 1000).rounded(.up)))
+                _ = curl.setLong(handle, 19, 1)
+                _ = curl.setLong(handle, 20, Int(timeout.rounded(.up)))
+                _ = curl.setLong(handle, 43, isatty(2) == 1 ? 0 : 1)
+                return curl.perform(handle)
+            }
         }
+        if let failure = sink.failure { throw YOLOError.downloadFailed(url: url, reason: failure) }
         guard code == 0 else {
             let message = detail[0] != 0 ? String(decoding: detail.prefix { $0 != 0 }.map(UInt8.init(bitPattern:)), as: UTF8.self)
                 : curl.message(code).map { String(cString: $0) } ?? "libcurl error \(code)"
-            // CURLE_OPERATION_TIMEDOUT.
-            guard code == 28 else { throw YOLOError.downloadFailed(url: url, reason: message) }
-            throw YOLOError.downloadFailed(url: url, reason: "timed out after \(timeout) s (the connect and stall timeout; "
-                + "set it with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter): \(message)")
+            switch code {
+            case 28: // CURLE_OPERATION_TIMEDOUT
+                throw YOLOError.downloadFailed(url: url, reason: "timed out after \(timeout) s (the connect and stall timeout; "
+                    + "set it with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter): \(message)")
+            case 63: // CURLE_FILESIZE_EXCEEDED, from the Content-Length (libcurl does not keep its value then).
+                throw YOLOError.downloadFailed(url: url, reason: "the body's Content-Length exceeds the \(limit)-byte limit "
+                    + "(set it with YOLO_MAX_DOWNLOAD)")
+            default:
+                throw YOLOError.downloadFailed(url: url, reason: message)
+            }
         }
         // CURLINFO_RESPONSE_CODE.
         var status = 0

@@ -7,7 +7,7 @@ import YOLOCore
 /// temporary cache directory.
 final class DownloadTests: XCTestCase {
     private var server: Process?
-    private var stallServer: Process?
+    private var hostileServer: Process?
     private var root: URL!
     private var port = 0
 
@@ -22,12 +22,13 @@ final class DownloadTests: XCTestCase {
     }
 
     override func tearDown() {
-        for process in [server, stallServer].compactMap({ $0 }) {
+        for process in [server, hostileServer].compactMap({ $0 }) {
             process.terminate()
             process.waitUntilExit()
         }
         unsetenv("YOLO_CACHE_DIR")
         unsetenv("YOLO_DOWNLOAD_TIMEOUT")
+        unsetenv("YOLO_MAX_DOWNLOAD")
         try? FileManager.default.removeItem(at: root)
     }
 
@@ -49,6 +50,40 @@ final class DownloadTests: XCTestCase {
         }
         XCTAssertTrue(listening(port), "the test HTTP server did not start")
         return (process, port)
+    }
+
+    /// Starts a server misbehaving by the first component of the path: `stall` sends the headers
+    /// of a 1 MB body, then nothing; `drip` sends that body at 1 kB/s; `endless` sends a body
+    /// without a length (32 MiB, then it stops); `loop/N/…` redirects to `loop/N+1/…` up to
+    /// N = 30, then answers 404, and `ftp/N/…` redirects to an ftp URL. Each for at most 8 s.
+    private func startHostileServer() throws -> Int {
+        let script = """
+            import signal, sys, time
+            from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])  # spawned from a thread that blocks SIGTERM
+            class Hostile(BaseHTTPRequestHandler):
+                def do_GET(self):
+                    _, kind, rest = self.path.split("/", 2)
+                    if kind in ("loop", "ftp"):
+                        n = int(rest.split("/")[0])
+                        self.send_response(302 if n < 30 else 404)
+                        base = "ftp://127.0.0.1:" + sys.argv[1] if kind == "ftp" else ""
+                        self.send_header("Location", "%s/loop/%d/x.safetensors" % (base, n + 1))
+                        self.send_header("Content-Length", "0"); self.end_headers(); return
+                    self.send_response(200)
+                    if kind != "endless": self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    end, sent = time.time() + 8, 0
+                    while time.time() < end and sent < 32 << 20:
+                        if kind == "drip": self.wfile.write(b"x" * 100); sent += 100; time.sleep(0.1)
+                        elif kind == "endless": self.wfile.write(b"x" * 65536); sent += 65536
+                        else: time.sleep(0.1)
+                def log_message(self, *args): pass
+            ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hostile).serve_forever()
+            """
+        let port: Int
+        (hostileServer, port) = try startServer { ["-c", script, String($0)] }
+        return port
     }
 
     private var cacheContents: [String] {
@@ -173,18 +208,7 @@ final class DownloadTests: XCTestCase {
     /// A server that sends the headers and then nothing: a timeout error within seconds, and no
     /// partial file left behind.
     func testStalledDownloadTimesOut() async throws {
-        let script = """
-            import signal, socket, sys
-            signal.pthread_sigmask(signal.SIG_SETMASK, [])  # spawned from a thread that blocks SIGTERM
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); held = []
-            while True:
-                c, _ = s.accept(); c.recv(65536)
-                c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\n\\r\\n"); held.append(c)
-            """
-        let stalling: Int
-        (stallServer, stalling) = try startServer { ["-c", script, String($0)] }
-        let url = URL(string: "http://127.0.0.1:\(stalling)/stalled.safetensors")!
+        let url = URL(string: "http://127.0.0.1:\(try startHostileServer())/stall/stalled.safetensors")!
         // The caller's timeout, then the environment's.
         let attempts: [(Duration?, String)] = [(.seconds(1), "600"), (nil, "1")]
         for (timeout, environment) in attempts {
@@ -200,6 +224,66 @@ final class DownloadTests: XCTestCase {
             XCTAssertLessThan(Date().timeIntervalSince(start), 10)
             XCTAssertEqual(try cacheContents, [])
         }
+    }
+
+    /// A server dripping 1 kB/s, a tenth of the minimum average: a timeout once the 1 s grace is
+    /// spent, where the stall rule alone (no byte for 1 s) waited for the whole megabyte.
+    func testDrippingDownloadTimesOut() async throws {
+        let url = URL(string: "http://127.0.0.1:\(try startHostileServer())/drip/slow.safetensors")!
+        let start = Date()
+        do {
+            _ = try await YOLO(url: url, timeout: .seconds(1))
+            XCTFail("expected a timeout")
+        } catch let error as YOLOError {
+            guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("under the 10000 bytes/s on average required after the first 1.0 s"), reason)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5)
+        XCTAssertEqual(try cacheContents, [])
+    }
+
+    /// A body over `YOLO_MAX_DOWNLOAD` fails, by its Content-Length before it is sent, else as
+    /// it streams, leaving nothing in the cache; a limit that is not a positive whole number of
+    /// bytes is a configuration error.
+    func testDownloadSizeIsLimited() throws {
+        let announced = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
+        let endless = "http://127.0.0.1:\(try startHostileServer())/endless/big.safetensors"
+        setenv("YOLO_MAX_DOWNLOAD", "100000", 1)
+        for (url, reason) in [(announced, "the body's Content-Length exceeds the 100000-byte limit"),
+                              (endless, "the body exceeds the 100000-byte limit")] {
+            XCTAssertThrowsError(try ModelLocator.url(for: url)) {
+                XCTAssertEqual($0 as? YOLOError, .downloadFailed(url: url, reason: reason + " (set it with YOLO_MAX_DOWNLOAD)"))
+            }
+        }
+        XCTAssertEqual(try cacheContents, [])
+        for value in ["lots", "0", "-1", "1e9"] {
+            setenv("YOLO_MAX_DOWNLOAD", value, 1)
+            XCTAssertThrowsError(try ModelLocator.url(for: announced)) {
+                XCTAssertEqual($0 as? YOLOError, .invalidConfiguration(field: "YOLO_MAX_DOWNLOAD", value: value,
+                                                                       reason: "must be a whole number of bytes greater than 0"))
+            }
+        }
+    }
+
+    /// A redirect loop ends at the tenth redirect (libcurl's default is no limit), and a redirect
+    /// leaves neither HTTP nor HTTPS.
+    func testRedirectsAreLimited() throws {
+        let base = "http://127.0.0.1:\(try startHostileServer())"
+        XCTAssertThrowsError(try ModelLocator.url(for: base + "/loop/0/x.safetensors")) {
+            XCTAssertEqual($0 as? YOLOError, .downloadFailed(url: base + "/loop/0/x.safetensors", reason: "Maximum (10) redirects followed"))
+        }
+        XCTAssertThrowsError(try ModelLocator.url(for: base + "/ftp/0/x.safetensors")) {
+            XCTAssertTrue(($0 as? LocalizedError)?.errorDescription?.contains(#"Protocol "ftp" not supported or disabled"#) == true, "\($0)")
+        }
+        XCTAssertEqual(try cacheContents, [])
+    }
+
+    /// A URL's file name longer than the cache keeps is cut to its end, not an error creating the file.
+    func testLongFileNameIsShortened() throws {
+        let name = String(repeating: "x", count: 200) + ".safetensors"
+        try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: name)
+        let url = "http://127.0.0.1:\(port)/" + name
+        XCTAssertEqual(try ModelLocator.url(for: url).lastPathComponent, cachedName(url, String(name.suffix(128))))
     }
 
     /// A timeout out of range is a configuration error, not a trap in the conversion for libcurl.
