@@ -51,8 +51,8 @@ enum ModelCache {
     static func fetch(_ url: URL, sha256 expected: String?, timeout: Duration?) throws -> URL {
         if url.isFileURL { return url }
         let fm = FileManager.default
-        let directory = ModelLocator.cacheDirectory
-        let destination = directory.appendingPathComponent(try fileName(for: url))
+        let destination = try file(for: url)
+        let directory = destination.deletingLastPathComponent()
         if fm.fileExists(atPath: destination.path),
            try expected.map({ try digest(of: destination) == $0.lowercased() }) ?? true {
             return destination
@@ -91,6 +91,11 @@ enum ModelCache {
             throw error as? YOLOError ?? YOLOError.downloadFailed(url: url.absoluteString, reason: error.localizedDescription)
         }
         return destination
+    }
+
+    /// Where the download of `url` is cached.
+    static func file(for url: URL) throws -> URL {
+        ModelLocator.cacheDirectory.appendingPathComponent(try fileName(for: url))
     }
 
     /// `<first 16 hex digits of SHA-256(url)>-<last path component>`: keyed by the whole URL, so

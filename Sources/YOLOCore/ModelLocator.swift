@@ -2,9 +2,10 @@ import Foundation
 
 /// Finds weight files: an http(s) URL through the download cache, a path as given, else
 /// `<name>.safetensors` or `<name>.pt` (an Ultralytics checkpoint) in `YOLO_WEIGHTS_DIR`, then
-/// `Weights/` under the current directory, then the download cache (where a download of
-/// `…/<name>.safetensors` or `…/<name>.pt` also counts), and last, for an official Ultralytics
-/// model name, its release asset downloaded into the cache.
+/// `Weights/` under the current directory, then the download cache, and last, for an official
+/// Ultralytics model name, its release asset from the cache, downloaded there first if need be.
+/// Other downloads are found by their URL only, so `…/yolo26n.pt` from anywhere never stands in
+/// for the official yolo26n.
 public enum ModelLocator {
     /// The directories searched for a bare model name, in order.
     public static var searchDirectories: [URL] {
@@ -67,22 +68,11 @@ public enum ModelLocator {
             [".safetensors", ".pt"].map { directory.appendingPathComponent(name + $0) }
         }
         if let found = candidates.first(where: { fm.fileExists(atPath: $0.path) }) { return found }
-        // Downloads are cached as `<16 hex digits of the URL's hash>-<name>.safetensors` (or `.pt`).
-        let suffixes = ["-\(name).safetensors", "-\(name).pt"]
-        let downloads = ((try? fm.contentsOfDirectory(atPath: cacheDirectory.path)) ?? [])
-            .filter { file in
-                suffixes.contains { file.hasSuffix($0) && file.count == 16 + $0.count } && file.prefix(16).allSatisfy(\.isHexDigit)
-            }
-            .sorted().map { cacheDirectory.appendingPathComponent($0) }
-        guard downloads.count <= 1 else {
-            throw YOLOError.ambiguousModel(name: name, candidates: downloads.map(\.path))
-        }
-        if let download = downloads.first { return download }
-        guard downloading, isOfficial(name) else {
-            throw YOLOError.modelNotFound(
-                name: name, searched: candidates.map(\.path) + suffixes.map { cacheDirectory.appendingPathComponent("*" + $0).path })
-        }
+        guard isOfficial(name) else { throw YOLOError.modelNotFound(name: name, searched: candidates.map(\.path)) }
         let asset = assetsURL.appendingPathComponent(name + ".pt")
+        let cached = try ModelCache.file(for: asset)
+        if fm.fileExists(atPath: cached.path) { return cached }
+        guard downloading else { throw YOLOError.modelNotFound(name: name, searched: candidates.map(\.path) + [cached.path]) }
         guard ProcessInfo.processInfo.environment["YOLO_OFFLINE"] != "1" else {
             throw YOLOError.offline(name: name, url: asset.absoluteString, directories: searchDirectories.dropLast().map(\.path))
         }

@@ -17,8 +17,6 @@ public enum YOLOError: Error, LocalizedError, Equatable {
     /// A prediction at `imageSize` (a `height`×`width` input) would need more working memory than
     /// the budget; `largestFitting` is the largest image size that fits (nil: none).
     case memoryBudgetExceeded(imageSize: Int, height: Int, width: Int, needed: Int, budget: Int, largestFitting: Int?)
-    /// Several cached downloads are named `name`.
-    case ambiguousModel(name: String, candidates: [String])
     /// The official model `name` is not on this machine and `YOLO_OFFLINE=1` forbids downloading it.
     case offline(name: String, url: String, directories: [String])
 
@@ -44,9 +42,6 @@ public enum YOLOError: Error, LocalizedError, Equatable {
             "image size \(imageSize) (a \(width)×\(height) input) needs about \(gigabytes(needed)) of working memory, more than "
                 + "the budget of \(gigabytes(budget)) (YOLOConfiguration.memoryBudget, by default half the memory available); "
                 + (largestFitting.map { "image size \($0) or less fits" } ?? "no image size fits")
-        case let .ambiguousModel(name, candidates):
-            "model '\(name)' matches several downloads in the cache: " + candidates.joined(separator: ", ")
-                + "; load it by its URL or path"
         }
     }
 }

@@ -75,13 +75,15 @@ final class CheckpointCommandTests: CommandTestCase {
     func testExportOfACachedDownloadGoesToTheCurrentDirectory() throws {
         let cache = scratch.appendingPathComponent("cache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(at: cache.appendingPathComponent("0123456789abcdef-yolo26n.pt"),
+        // The cache's name for the official asset: 16 hex digits of the SHA-256 of its URL.
+        let asset = "47765e118e59dfeb-yolo26n.pt"
+        try FileManager.default.createSymbolicLink(at: cache.appendingPathComponent(asset),
                                                    withDestinationURL: try weightsFile("yolo26n-w8.pt"))
         let result = try runCommand(executable, ["export", "--model", "yolo26n", "--half"], in: scratch,
-                                    environment: ["YOLO_WEIGHTS_DIR": scratch.path, "YOLO_CACHE_DIR": cache.path])
+                                    environment: ["YOLO_WEIGHTS_DIR": scratch.path, "YOLO_CACHE_DIR": cache.path, "YOLO_OFFLINE": "1"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("yolo26n.safetensors").path))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cache.path), ["0123456789abcdef-yolo26n.pt"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cache.path), [asset])
     }
 
     /// A bare name finds `NAME.pt` when there is no `NAME.safetensors`.

@@ -126,8 +126,10 @@ final class DownloadTests: XCTestCase {
         server?.waitUntilExit()
         let again = try await YOLO(url: url, sha256: digest)
         XCTAssertEqual(again.url.path, model.url.path)
-        // And the name lookup finds it in the cache.
-        XCTAssertEqual(try ModelLocator.url(for: "yolo26n-served").standardizedFileURL.path, cached.standardizedFileURL.path)
+        // Name lookup does not find it: a download is found by its URL only.
+        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26n-served")) { error in
+            guard case .modelNotFound(name: "yolo26n-served", _)? = error as? YOLOError else { return XCTFail("\(error)") }
+        }
     }
 
     func testChecksumMismatchLeavesNoFileInTheCache() async throws {
@@ -190,10 +192,6 @@ final class DownloadTests: XCTestCase {
         let again = try await YOLO(url: URL(string: a)!)
         XCTAssertEqual(again.task, .detect)
         XCTAssertEqual(try cacheContents, [cachedName(a, "best.safetensors"), cachedName(b, "best.safetensors")].sorted())
-        // The bare name no longer says which of the two.
-        XCTAssertThrowsError(try ModelLocator.url(for: "best")) {
-            XCTAssertTrue(($0 as? LocalizedError)?.errorDescription?.contains("several downloads") == true, "\($0)")
-        }
 
         // http.server serves www/escape.safetensors for this path.
         try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: "escape.safetensors")
@@ -320,6 +318,7 @@ final class DownloadTests: XCTestCase {
         try FileManager.default.createDirectory(at: weights, withIntermediateDirectories: true)
         let saved = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"]
         let checkpoint = try weightsFile("yolo26n-w8.pt")
+        let classifier = try Data(contentsOf: try weightsFile("yolo26n-cls"))
         setenv("YOLO_WEIGHTS_DIR", weights.path, 1)
         defer {
             if let saved { setenv("YOLO_WEIGHTS_DIR", saved, 1) } else { unsetenv("YOLO_WEIGHTS_DIR") }
@@ -328,6 +327,10 @@ final class DownloadTests: XCTestCase {
         }
         let base = "http://127.0.0.1:\(port)/v8.4.0"
         setenv("YOLO_ASSETS_URL", base, 1)
+        // A yolo26n.pt from elsewhere, here a classifier, never stands in for the official one.
+        let impostor = "http://127.0.0.1:\(port)/elsewhere/yolo26n.pt"
+        try publish(classifier, as: "elsewhere/yolo26n.pt")
+        _ = try ModelLocator.url(for: impostor)
         setenv("YOLO_OFFLINE", "1", 1)
         let local = ModelLocator.searchDirectories.dropLast().map(\.path)
         XCTAssertThrowsError(try ModelLocator.url(for: "yolo26n")) { error in
@@ -341,7 +344,7 @@ final class DownloadTests: XCTestCase {
         let model = try await YOLO("yolo26n.pt")
         XCTAssertEqual(model.names[0], "person")
         let cached = cachedName(base + "/yolo26n.pt", "yolo26n.pt")
-        XCTAssertEqual(try cacheContents, [cached])
+        XCTAssertEqual(try cacheContents, [cached, cachedName(impostor, "yolo26n.pt")].sorted())
         // From the cache from now on, offline too.
         setenv("YOLO_OFFLINE", "1", 1)
         XCTAssertEqual(try ModelLocator.url(for: "yolo26n").lastPathComponent, cached)
