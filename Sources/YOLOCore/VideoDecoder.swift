@@ -76,17 +76,19 @@ struct FrameReader: Sendable {
     }
 }
 
-/// The last 4 KB a subprocess writes to a pipe (ffmpeg's messages), read until the pipe
-/// closes: only the tail is kept, since a damaged stream can log without end.
+/// The last `limit` bytes a subprocess writes to a pipe (ffmpeg's messages, ffprobe's JSON), read
+/// until the pipe closes: only the tail is kept, since a damaged stream can log without end.
 final class MessageTail: Sendable {
     private let bytes = Mutex<[UInt8]>([])
     private let done = DispatchSemaphore(value: 0)
 
-    init(_ pipe: Pipe) {
+    init(_ pipe: Pipe, limit: Int = 4096) {
         let handle = pipe.fileHandleForReading
-        DispatchQueue.global().async { [self] in
+        // A queue of its own (a thread of its own): the blocking read holds no thread of the
+        // global pool, which Swift concurrency and signal handlers need.
+        DispatchQueue(label: "yolo.message-tail").async { [self] in
             while let chunk = try? handle.read(upToCount: 4096), !chunk.isEmpty {
-                bytes.withLock { $0 = Array(($0 + chunk).suffix(4096)) }
+                bytes.withLock { $0 = Array(($0 + chunk).suffix(limit)) }
             }
             done.signal()
         }
@@ -117,18 +119,33 @@ final class VideoDecoder: Sendable {
     private let process: Process
     private let messages: MessageTail
 
-    /// Probes `url` and starts decoding it. Throws `SourceError.toolNotFound` or `.cannotOpen`.
+    /// Probes `url` and starts decoding it. Throws `SourceError.toolNotFound` or `.cannotOpen`,
+    /// `CancellationError` when the current task is cancelled during the probe.
     init(_ url: URL) throws {
         source = url.isFileURL ? url.path : url.absoluteString
         isStream = !url.isFileURL
         let ffprobe = try VideoDecoder.locate("ffprobe"), ffmpeg = try VideoDecoder.locate("ffmpeg")
-        // Network reads give up after 10 s rather than hang.
-        let input = ["-rw_timeout", "10000000", "-i", source]
+        let timeout = try VideoDecoder.streamTimeout()
+        let microseconds = String(Int(timeout * 1e6))
+        // Reads that get no byte for `timeout` fail rather than hang: `-rw_timeout` for files,
+        // http, tcp and rtmp; rtsp and udp ignore it and take `-timeout`, which rtp, tcp, http and
+        // srt also read as their socket timeout (in µs) and other protocols refuse (rtmp's means
+        // listen).
+        let socketTimeout = ["rtsp", "rtsps", "rtp", "udp", "tcp", "http", "https", "srt"].contains(url.scheme?.lowercased() ?? "")
+        let input = ["-rw_timeout", microseconds] + (socketTimeout ? ["-timeout", microseconds] : []) + ["-i", source]
+        // ffprobe reads up to 5 s of a stream to analyse it: 10 s over the timeout bound it where
+        // a protocol honours no timeout.
+        let started = Date()
         let probe = try VideoDecoder.run(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                    "stream=width,height,avg_frame_rate,nb_frames:stream_side_data=rotation",
-                                                   "-of", "json"] + input)
+                                                   "-of", "json"] + input, source: source, deadline: timeout + 10)
         guard probe.status == 0 else {
-            throw SourceError.cannotOpen(source: source, reason: VideoDecoder.message(probe.errors, or: "ffprobe exit status \(probe.status)"))
+            var reason = VideoDecoder.message(probe.errors, or: "ffprobe exit status \(probe.status)")
+            // A silent stream's message can be vague ("Invalid data found"): say that time ran out.
+            if isStream && Date().timeIntervalSince(started) >= timeout {
+                reason += " (nothing received within \(String(format: "%g", timeout)) s, YOLO_STREAM_TIMEOUT)"
+            }
+            throw SourceError.cannotOpen(source: source, reason: reason)
         }
         struct Probe: Decodable {
             struct Stream: Decodable {
@@ -182,7 +199,13 @@ final class VideoDecoder: Sendable {
 
     /// Stops ffmpeg; its output ends.
     func terminate() {
-        if process.isRunning { process.terminate() }
+        VideoDecoder.kill(process)
+    }
+
+    /// Ends `process` with SIGKILL: a child started from a Dispatch thread inherits its signal
+    /// mask, which blocks SIGTERM (`Process.terminate()`'s), so ffmpeg and ffprobe never see it.
+    static func kill(_ process: Process) {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
     }
 
     /// The executable `tool` from the directories of `PATH`.
@@ -211,14 +234,40 @@ final class VideoDecoder: Sendable {
         return (process, output, errors)
     }
 
-    /// Runs a short-lived tool to its end: its status, stdout and stderr.
-    private static func run(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: [UInt8]) {
-        let (process, output, errors) = try start(tool, arguments, source: arguments.last ?? "")
-        // ffprobe's JSON and messages are a few lines: neither pipe fills while the other is read.
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
+    /// Seconds a stream may send nothing before its read fails: `YOLO_STREAM_TIMEOUT`, else 10.
+    static func streamTimeout() throws -> Double {
+        guard let text = ProcessInfo.processInfo.environment["YOLO_STREAM_TIMEOUT"], !text.isEmpty else { return 10 }
+        guard let seconds = Double(text), seconds >= 0.001, seconds <= 3600 else {
+            throw YOLOError.invalidConfiguration(field: "YOLO_STREAM_TIMEOUT", value: text,
+                                                 reason: "must be a number of seconds in [0.001, 3600]")
+        }
+        return seconds
+    }
+
+    /// Runs a short-lived tool to its end: its status, stdout (up to 64 KB) and stderr's tail.
+    /// Stopped, and `SourceError.cannotOpen` thrown, after `deadline` seconds; stopped, and
+    /// `CancellationError` thrown, when the current task is cancelled.
+    private static func run(_ tool: URL, _ arguments: [String], source: String,
+                            deadline: Double) throws -> (status: Int32, output: Data, errors: [UInt8]) {
+        let (process, output, errors) = try start(tool, arguments, source: source)
+        let out = MessageTail(output, limit: 1 << 16), err = MessageTail(errors)
+        let started = Date()
+        var stopped: (any Error)?
+        while process.isRunning {
+            if stopped == nil {
+                if Task.isCancelled {
+                    stopped = CancellationError()
+                } else if Date().timeIntervalSince(started) > deadline {
+                    stopped = SourceError.cannotOpen(source: source, reason: "no answer within \(String(format: "%g", deadline)) s")
+                }
+                if stopped != nil { kill(process) }
+            }
+            usleep(20_000)
+        }
         process.waitUntilExit()
-        return (process.terminationStatus, out, Array(err))
+        let log = err.all(), data = Data(out.all())
+        if let stopped { throw stopped }
+        return (process.terminationStatus, data, log)
     }
 
     /// ffmpeg's last message lines without their "[component @ address]" prefix, or

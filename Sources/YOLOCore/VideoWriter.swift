@@ -48,7 +48,7 @@ public final class VideoWriter: Sendable {
 
     deinit {
         try? input.close()
-        if process.isRunning { process.terminate() }
+        VideoDecoder.kill(process)
     }
 
     /// Appends `image`, which must have the writer's size.

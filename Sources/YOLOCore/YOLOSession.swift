@@ -41,8 +41,8 @@ public final class YOLOSession: Sendable {
     }
 
     /// One result per frame, in frame order (`Results.frame` is the frame's 0-based index in the
-    /// source). Ends at the end of the source, at `stop()`, or at an error (`error`). One
-    /// consumer at a time.
+    /// source). Ends at the end of the source, at `stop()` (after the frame in inference, if
+    /// any), or at an error (`error`). One consumer at a time.
     public let results: AsyncStream<Results>
     /// Frames in the source when known beforehand (a video's container count, the number of
     /// image files), before any `frameStride`.
@@ -53,7 +53,10 @@ public final class YOLOSession: Sendable {
 
     /// Opens `source` and starts reading it. A source that cannot be opened throws here
     /// (`SourceError.cannotOpen` with ffmpeg's message, `.toolNotFound` without ffmpeg,
-    /// `ImageError` for a bad stdin frame size).
+    /// `ImageError` for a bad stdin frame size). A video or stream that sends nothing for
+    /// `YOLO_STREAM_TIMEOUT` seconds (default 10) fails to open, or ends with `error`. Cancelling
+    /// the current task stops the probe of a video and throws `CancellationError`; cancelling the
+    /// task iterating `results` stops the session as `stop()` does.
     ///
     /// - Parameters:
     ///   - task: the task expected of every model the session runs, as in `YOLO.predict`;
@@ -208,7 +211,8 @@ final class SessionCore: Sendable {
         }
         result.frame = frame.index
         result.path = frame.name
-        guard await running() else { return nil }
+        // Held while paused; a frame inferred before `stop()` is still delivered.
+        _ = await running()
         state.withLock { [result] in $0.latest = result }
         return result
     }
