@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import YOLOCore
 
 /// `yolo predict`: a model's results (boxes, masks, keypoints, rotated boxes or classes, by the
@@ -118,7 +119,20 @@ struct PredictOptions: ParsableArguments {
         var isImage: Bool { if case .image = self { true } else { false } }
     }
 
+    /// Runs the command; SIGINT or SIGTERM stops it as `Interruption` says.
     func run(tracker: TrackerConfiguration?) async throws {
+        let work = Task { try await predict(tracker: tracker) }
+        let interruption = Interruption { work.cancel() }
+        let outcome = await work.result
+        guard let signal = interruption.received else { return try outcome.get() }
+        if case let .failure(error) = outcome { FileHandle.standardError.write(Data("Error: \(error)\n".utf8)) }
+        throw ExitCode(128 + signal)
+    }
+
+    /// The run, to its end or its cancellation: every input is tried, each failure reported, and
+    /// the JSON and CSV end well formed whatever happens once they are open. Throws when an input
+    /// or a write failed.
+    private func predict(tracker: TrackerConfiguration?) async throws {
         do {
             var config = YOLOConfiguration()
             config.confidence = conf ?? (tracker == nil ? 0.25 : 0.1)
@@ -148,61 +162,84 @@ struct PredictOptions: ParsableArguments {
             // Output files open first: a path that cannot be written fails before any inference.
             let json = try (stream ? "-" : saveJSON).map { try JSONStream(OutputFile($0, option: "--save-json")) }
             let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
-            try csv?.write(Results.csvHeader + "\n")
-            let yolo = try await YOLO(model, configuration: config, precision: precision)
-            let saveDirectory = save || saveTxt ? try makeRunDirectory(project: project ?? (tracker == nil ? "runs/predict" : "runs/track"), name: name) : nil
-            let images = inputs.filter(\.isImage).count
-            var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
-                          images: images, videos: inputs.count - images)
-            var failure: (any Error)?
-            // Images are tracked as one sequence; each video or stream gets a tracker of its own.
-            var imageTracker = tracker.map { ObjectTracker($0) }
-            // Each result is written as it completes and dropped: memory stays that of one frame.
-            let write = { (result: Results, labelStem: String) throws in
-                try json?.append(result)
-                try csv?.write(result.csv())
-                if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
+            if let json, let csv, json.file.isSameFile(as: csv) {
+                throw CommandFailure(message: "--save-json \(json.file.path) and --save-csv \(csv.path) are the same file: give each its own")
             }
-            for (i, input) in inputs.enumerated() {
-                let label = "\(input.isImage ? "image" : "video") \(i + 1)/\(inputs.count)"
-                do {
-                    switch input {
-                    case let .image(url):
-                        var result = try await yolo.predict(url.path, task: requested)
-                        if imageTracker != nil { result = try imageTracker!.update(result) }
-                        run.count(result)
-                        run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
-                                + result.summary + String(format: "%.1fms", result.speed.inference))
-                        try write(result, url.deletingPathExtension().lastPathComponent)
-                        if save, let saveDirectory { try result.annotated().write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
-                    case let .frames(source, name):
-                        try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
-                                                run: &run, saveDirectory: save ? saveDirectory : nil, write: write)
-                    }
-                } catch where inputs.count > 1 && (error is ImageError || error is SourceError) {
-                    run.warn("WARNING ⚠️ \(label) skipped: \(error.localizedDescription)")
-                } catch let error as PartialSource where inputs.count > 1 {
-                    run.warn("WARNING ⚠️ \(label) \(error.description)")
-                } catch let error as PartialSource {
-                    // The frames before the failure are written; the command still fails.
-                    failure = CommandFailure(message: error.description)
-                }
+            let run: Run
+            do {
+                try csv?.write(Results.csvHeader + "\n")
+                run = try await predict(inputs, config: config, task: requested, tracker: tracker, json: json, csv: csv)
+            } catch {
+                // Whatever ended the run, the JSON array is closed and the CSV has whole rows.
+                try? json?.close()
+                try? csv?.flush()
+                throw error
             }
             try json?.close()
             try csv?.flush()
-            if let failure { throw failure }
-            guard run.done > 0 else {
-                throw CommandFailure(message: "none of the \(inputs.count) \(images == inputs.count ? "images" : "sources") could be read")
-            }
+            if inputs.count == 1, let failure = run.failures.first { throw CommandFailure(message: failure) }
             run.summary()
             if let saveJSON, saveJSON != "-" { run.log.print("Results saved to \(saveJSON)") }
             if let saveCSV { run.log.print("Results saved to \(saveCSV)") }
-            if let saveDirectory { run.log.print("Results saved to \(saveDirectory.path)") }
+            if let directory = run.saveDirectory { run.log.print("Results saved to \(directory.path)") }
+            guard run.failures.isEmpty else {
+                throw CommandFailure(message: "\(run.failures.count) of the \(inputs.count) inputs failed (see the warnings above)")
+            }
         } catch let error as CommandFailure {
             throw error
         } catch {
             throw CommandFailure(error)
         }
+    }
+
+    /// Predicts `inputs` in order and writes their results. An input that cannot be read, or
+    /// whose images, labels or video cannot be written, is reported and the run goes on; a
+    /// failure to write the JSON or CSV ends it. Cancellation ends it after the current image
+    /// or frame.
+    private func predict(_ inputs: [Input], config: YOLOConfiguration, task requested: YOLOTask?, tracker: TrackerConfiguration?,
+                         json: JSONStream?, csv: OutputFile?) async throws -> Run {
+        let yolo = try await YOLO(model, configuration: config, precision: precision)
+        let saveDirectory = save || saveTxt ? try makeRunDirectory(project: project ?? (tracker == nil ? "runs/predict" : "runs/track"), name: name) : nil
+        let images = inputs.filter(\.isImage).count
+        var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
+                      images: images, videos: inputs.count - images, saveDirectory: saveDirectory)
+        // Images are tracked as one sequence; each video or stream gets a tracker of its own.
+        var imageTracker = tracker.map { ObjectTracker($0) }
+        // Each result is written as it completes and dropped: memory stays that of one frame.
+        let write = { (result: Results, labelStem: String) throws in
+            try json?.append(result)
+            try csv?.write(result.csv())
+            try csv?.flush()
+            if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
+        }
+        for (i, input) in inputs.enumerated() {
+            if Task.isCancelled { break }
+            let label = "\(input.isImage ? "image" : "video") \(i + 1)/\(inputs.count)"
+            let before = run.done
+            do {
+                switch input {
+                case let .image(url):
+                    var result = try await yolo.predict(url.path, task: requested)
+                    if imageTracker != nil { result = try imageTracker!.update(result) }
+                    run.count(result)
+                    run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
+                            + result.summary + String(format: "%.1fms", result.speed.inference))
+                    try write(result, url.deletingPathExtension().lastPathComponent)
+                    if save, let saveDirectory { try result.annotated().write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
+                case let .frames(source, name):
+                    try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
+                                            run: &run, saveDirectory: save ? saveDirectory : nil, write: write)
+                }
+            } catch let error as OutputFailure {
+                throw error
+            } catch where Task.isCancelled {
+                break  // stopped by a signal: not the input's failure
+            } catch {
+                let message = "\(CommandFailure(error))"
+                run.fail(inputs.count == 1 ? message : run.done > before ? "\(label) \(message)" : "\(label) skipped: \(message)")
+            }
+        }
+        return run
     }
 
     /// Streams a video, a network stream or stdin through a session: each frame's result is
@@ -211,6 +248,8 @@ struct PredictOptions: ParsableArguments {
                                tracker: TrackerConfiguration?, run: inout Run, saveDirectory: URL?,
                                write: (Results, String) throws -> Void) async throws {
         let session = try YOLOSession(model: yolo, source: source, task: task, tracker: tracker, frameStride: vidStride)
+        // A failed write leaves this input: its decoder stops at once.
+        defer { session.stop() }
         // The session's tracking threshold gives way to the one the command chose.
         session.configuration = yolo.configuration
         let stem = URL(fileURLWithPath: name).deletingPathExtension().lastPathComponent
@@ -319,7 +358,7 @@ struct PredictOptions: ParsableArguments {
 }
 
 /// A text file written as results finish, or stdout for "-". Opened at once, so a path that
-/// cannot be written fails before any inference; errors name the option.
+/// cannot be written fails before any inference; errors (`OutputFailure`) name the option.
 final class OutputFile {
     let path: String
     private let option: String
@@ -346,13 +385,25 @@ final class OutputFile {
         guard fflush(file) == 0 else { throw failure() }
     }
 
-    private func failure() -> CommandFailure {
-        CommandFailure(message: "cannot write \(option) \(path): \(String(cString: strerror(errno)))")
+    /// Both are one file (one device and inode): a path spelled twice, a link, stdout twice.
+    func isSameFile(as other: OutputFile) -> Bool {
+        var a = stat(), b = stat()
+        return fstat(fileno(file), &a) == 0 && fstat(fileno(other.file), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    private func failure() -> OutputFailure {
+        OutputFailure(description: "cannot write \(option) \(path): \(String(cString: strerror(errno)))")
     }
 }
 
+/// The JSON or CSV file of the run could not be written: the run ends, as every later result
+/// would be lost too.
+struct OutputFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
 /// Results as JSON: an array in a file, or JSON lines on stdout, each flushed as it is written
-/// so that another program reads them live.
+/// so that another program reads them live and a stopped run loses none.
 final class JSONStream {
     let file: OutputFile
     private var count = 0
@@ -365,12 +416,8 @@ final class JSONStream {
 
     func append(_ value: some Encodable) throws {
         let text = String(decoding: try encoder.encode(value), as: UTF8.self)
-        if file.isStdout {
-            try file.write(text + "\n")
-            try file.flush()
-        } else {
-            try file.write((count == 0 ? "[\n" : ",\n") + text)
-        }
+        try file.write(file.isStdout ? text + "\n" : (count == 0 ? "[\n" : ",\n") + text)
+        try file.flush()
         count += 1
     }
 
@@ -403,8 +450,12 @@ private struct Run {
     let quiet: Bool
     /// Image and video items in the run.
     let images: Int, videos: Int
-    /// Images and frames predicted, items skipped.
-    var done = 0, frames = 0, skipped = 0
+    /// Where annotated images, videos and labels go, when saved.
+    let saveDirectory: URL?
+    /// Images and frames predicted.
+    var done = 0, frames = 0
+    /// What went wrong with each input that failed.
+    var failures = [String]()
     var total = (preprocess: 0.0, inference: 0.0, postprocess: 0.0)
 
     mutating func count(_ result: Results) {
@@ -419,20 +470,65 @@ private struct Run {
         if !quiet { log.print(line) }
     }
 
-    mutating func warn(_ line: String) {
-        skipped += 1
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+    /// An input failed: reported on stderr at once when there are others, else by the command's
+    /// error.
+    mutating func fail(_ line: String) {
+        failures.append(line)
+        if images + videos > 1 { FileHandle.standardError.write(Data(("WARNING ⚠️ " + line + "\n").utf8)) }
     }
 
     func summary() {
         let n = Double(done)
-        log.print(String(format: "Speed: %.1fms preprocess, %.1fms inference, %.1fms postprocess per image",
-                         total.preprocess / n, total.inference / n, total.postprocess / n))
+        if done > 0 {
+            log.print(String(format: "Speed: %.1fms preprocess, %.1fms inference, %.1fms postprocess per image",
+                             total.preprocess / n, total.inference / n, total.postprocess / n))
+        }
         let parts = (images > 0 || videos == 0 ? ["\(images) \(images == 1 ? "image" : "images")"] : [])
             + (videos > 0 ? ["\(videos) \(videos == 1 ? "video" : "videos") (\(frames) frames)"] : [])
-        log.print((parts + ["\(skipped) skipped"]).joined(separator: ", "))
+        log.print((parts + ["\(failures.count) failed"]).joined(separator: ", "))
     }
 }
+
+/// SIGINT and SIGTERM end the run cleanly: the first calls `stop` (which cancels the run: the
+/// current image or frame is finished and written, the JSON closed, the CSV flushed, the ffmpeg
+/// and ffprobe children stopped) and is kept in `received` for the exit status, 128 + its number
+/// (130, 143); a second exits at once with that status.
+private final class Interruption: Sendable {
+    private let first = Mutex<Int32?>(nil)
+
+    init(stop: @escaping @Sendable () -> Void) {
+        // A handler, not SIG_IGN (which ffmpeg and ffprobe would inherit), writes the number to a
+        // pipe (async-signal-safe) for a thread of its own. Without a pipe (no file descriptor
+        // left), signals keep their default action.
+        guard signalPipe.read >= 0 else { return }
+        for number in [SIGINT, SIGTERM] {
+            signal(number) { number in
+                var byte = UInt8(number)
+                _ = write(signalPipe.write, &byte, 1)
+            }
+        }
+        Thread.detachNewThread { [self] in
+            var byte: UInt8 = 0
+            while read(signalPipe.read, &byte, 1) == 1 {
+                let number = Int32(byte)
+                let isFirst = first.withLock { received in
+                    guard received == nil else { return false }
+                    received = number
+                    return true
+                }
+                if isFirst { stop() } else { _exit(128 + number) }
+            }
+        }
+    }
+
+    var received: Int32? { first.withLock { $0 } }
+}
+
+/// The pipe from `Interruption`'s signal handler to its thread.
+private let signalPipe: (read: Int32, write: Int32) = {
+    var ends: [Int32] = [-1, -1]
+    return pipe(&ends) == 0 ? (ends[0], ends[1]) : (-1, -1)
+}()
 
 /// One line on a terminal's stderr rewritten in place, at most 10 times a second.
 private struct Progress {

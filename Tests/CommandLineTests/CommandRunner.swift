@@ -5,7 +5,8 @@ struct CommandResult {
     let status: Int32, stdout: String, stderr: String
 }
 
-/// A missing executable or test data fails the test, as in the other test targets.
+/// A missing executable or test data, or a command that hangs, fails the test, as in the other
+/// test targets.
 struct MissingTestInput: Error, CustomStringConvertible {
     let description: String
 }
@@ -14,22 +15,103 @@ struct MissingTestInput: Error, CustomStringConvertible {
 /// and `stdin`'s bytes, if given, on its standard input.
 func runCommand(_ executable: URL, _ arguments: [String], in directory: URL,
                 environment: [String: String], stdin: URL? = nil) throws -> CommandResult {
+    try RunningCommand(executable, arguments, in: directory, environment: environment, stdin: stdin.map { .file($0) }).wait()
+}
+
+/// A built executable started as a user would start it, in `directory`, with `environment`
+/// added to ours; `wait()` collects its status and output.
+final class RunningCommand {
+    enum Input {
+        /// The file's bytes.
+        case file(URL)
+        /// A pipe the test writes to (`input`).
+        case pipe
+    }
+
     let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.currentDirectoryURL = directory
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    if let stdin { process.standardInput = try FileHandle(forReadingFrom: stdin) }
-    // Files rather than pipes: a full pipe would block the child while we wait for it.
-    let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
-    try Data().write(to: out)
-    try Data().write(to: err)
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
-    try process.run()
-    process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
-                         stderr: try String(contentsOf: err, encoding: .utf8))
+    /// The write end of the standard input, for `.pipe`.
+    let input: FileHandle?
+    private let out: URL, err: URL
+
+    init(_ executable: URL, _ arguments: [String], in directory: URL, environment: [String: String], stdin: Input? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        switch stdin {
+        case let .file(url):
+            process.standardInput = try FileHandle(forReadingFrom: url)
+            input = nil
+        case .pipe:
+            let pipe = Pipe()
+            process.standardInput = pipe
+            input = pipe.fileHandleForWriting
+        case nil:
+            input = nil
+        }
+        // Files rather than pipes: a full pipe would block the child while we wait for it.
+        out = directory.appendingPathComponent("stdout")
+        err = directory.appendingPathComponent("stderr")
+        try Data().write(to: out)
+        try Data().write(to: err)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+    }
+
+    /// Waits for the exit; a command still running after `timeout` seconds is killed and fails
+    /// the test, which would otherwise hang.
+    func wait(timeout: Double = 300) throws -> CommandResult {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw MissingTestInput(description: "\(process.arguments ?? []) still ran after \(timeout) s")
+        }
+        process.waitUntilExit()
+        return CommandResult(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+                             stderr: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    /// The process IDs of its children now (/proc/<pid>/task/<tid>/children).
+    func children() -> [Int32] {
+        let task = "/proc/\(process.processIdentifier)/task"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: task)) ?? []).flatMap { thread in
+            ((try? String(contentsOfFile: "\(task)/\(thread)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int32($0) }
+        }
+    }
+}
+
+/// Whether process `pid` exists and has not exited (a zombie has).
+func isRunning(_ pid: Int32) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let state = stat.split(separator: ")").last?.split(separator: " ").first else { return false }
+    return state != "Z" && state != "X"
+}
+
+/// A socket on 127.0.0.1 that never says anything: a TCP listener whose connections complete in
+/// the kernel's backlog, or a UDP port nobody sends to (closed again: a reader binds it).
+final class SilentPort {
+    let port: UInt16
+    private let fd: Int32
+
+    init(udp: Bool = false) throws {
+        let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, udp || listen(fd, 16) == 0 else { throw MissingTestInput(description: "cannot bind 127.0.0.1: \(String(cString: strerror(errno)))") }
+        port = UInt16(bigEndian: address.sin_port)
+        if udp { close(fd) }
+        self.fd = udp ? -1 : fd
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
 }
 
 /// Runs `executable` as `runCommand` does (output discarded) and returns its exit status and

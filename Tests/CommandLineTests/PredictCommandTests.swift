@@ -153,7 +153,8 @@ final class PredictCommandTests: CommandTestCase {
     }
 
     /// Unreadable images and formats other than JPEG and PNG are reported one by one and the
-    /// batch goes on; the good results are all written (the first bad image lost them all).
+    /// batch goes on; the good results are all written (the first bad image lost them all) and
+    /// the command fails at the end.
     func testUnreadableImagesAreSkippedAndTheRestWritten() throws {
         let folder = scratch.appendingPathComponent("mixed")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -166,9 +167,10 @@ final class PredictCommandTests: CommandTestCase {
         try Data("II*\u{0}".utf8).write(to: folder.appendingPathComponent("f.tiff"))
         try Data("notes".utf8).write(to: folder.appendingPathComponent("notes.txt"))
         let result = try yolo(["predict", "--source", folder.path, "--save-json", "out.json", "--save-txt"])
-        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.status, 1, result.stderr)
         let warnings = result.stderr.split(separator: "\n")
-        XCTAssertEqual(warnings.count, 5, result.stderr)
+        XCTAssertEqual(warnings.count, 6, result.stderr)
+        XCTAssertEqual(warnings.last, "Error: 5 of the 7 inputs failed (see the warnings above)")
         // GIF is a video format for Ultralytics, read by ffmpeg.
         for (i, name) in ["b-fake.jpg", "c.bmp", "d.webp", "e.gif", "f.tiff"].enumerated() {
             let kind = name == "e.gif" ? "video" : "image"
@@ -176,23 +178,53 @@ final class PredictCommandTests: CommandTestCase {
             XCTAssertTrue(warnings[i].contains(name), String(warnings[i]))
         }
         XCTAssertTrue(result.stdout.contains("image 7/7 \(folder.path)/z-zidane.jpg: 384x640 2 persons, 1 tie, "), result.stdout)
-        XCTAssertTrue(result.stdout.contains("\n6 images, 1 video (0 frames), 5 skipped\n"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("\n6 images, 1 video (0 frames), 5 failed\n"), result.stdout)
         XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-bus.jpg", "z-zidane.jpg"])
         XCTAssertEqual(try labels("exp", "a-bus").count, 5)
 
         let bad = try yolo(["predict", "--source", folder.path + "/[bc]*"])
         XCTAssertEqual(bad.status, 1)
-        XCTAssertTrue(bad.stderr.hasSuffix("Error: none of the 2 images could be read\n"), bad.stderr)
+        XCTAssertTrue(bad.stderr.hasSuffix("Error: 2 of the 2 inputs failed (see the warnings above)\n"), bad.stderr)
+    }
+
+    /// A disk that fills up (a file size limit stands in) while annotated images are saved: each
+    /// write failure names its file, the other inputs are still predicted and the JSON written,
+    /// and the command fails (it said "skipped" and exited 0).
+    func testFailedWritesNameTheFileAndFailTheRun() throws {
+        let folder = scratch.appendingPathComponent("images")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in ["bus.jpg", "zidane.jpg"] {
+            try FileManager.default.copyItem(at: try sharedFile("images/" + name), to: folder.appendingPathComponent(name))
+        }
+        // 64 KB holds the JSON, not an annotated photo; SIGXFSZ ignored turns the excess into EFBIG.
+        let result = try runCommand(URL(fileURLWithPath: "/usr/bin/prlimit"),
+                                    ["--fsize=65536", "/bin/sh", "-c", "trap '' XFSZ; exec \"$0\" \"$@\"", executable.path,
+                                     "predict", "--source", folder.path, "--imgsz", "160", "--save", "--save-json", "out.json"],
+                                    in: scratch, environment: ["YOLO_WEIGHTS_DIR": try weightsDirectory().path])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let lines = result.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, result.stderr)
+        for (i, name) in ["bus.jpg", "zidane.jpg"].enumerated() {
+            XCTAssertTrue(lines[i].hasPrefix("WARNING ⚠️ image \(i + 1)/2 cannot write \(scratch.path)/runs/predict/exp/\(name): "), String(lines[i]))
+        }
+        XCTAssertEqual(lines.last, "Error: 2 of the 2 inputs failed (see the warnings above)")
+        XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["bus.jpg", "zidane.jpg"])
     }
 
     /// Output paths that cannot be written fail at once, in one line, before any inference.
     func testUnwritableOutputsFailFirstAndClearly() throws {
         let bus = try sharedFile("images/bus.jpg").path
         try Data("a file".utf8).write(to: scratch.appendingPathComponent("file"))
+        try FileManager.default.createSymbolicLink(atPath: scratch.appendingPathComponent("link.txt").path, withDestinationPath: "out.txt")
         for (arguments, message) in [
             (["--save-json", "missing/out.json"], "Error: cannot write --save-json missing/out.json: No such file or directory"),
             (["--save-json", scratch.path], "Error: cannot write --save-json \(scratch.path): Is a directory"),
             (["--save", "--project", "file/runs"], "Error: cannot create the run folder file/runs/exp: Not a directory"),
+            (["--save-json", "out.txt", "--save-csv", "./out.txt"],
+             "Error: --save-json out.txt and --save-csv ./out.txt are the same file: give each its own"),
+            (["--save-json", "link.txt", "--save-csv", "out.txt"],
+             "Error: --save-json link.txt and --save-csv out.txt are the same file: give each its own"),
+            (["--stream", "--save-csv", "-"], "Error: --save-json - and --save-csv - are the same file: give each its own"),
         ] {
             let result = try yolo(["predict", "--source", bus] + arguments)
             XCTAssertEqual(result.status, 1, "\(arguments)")

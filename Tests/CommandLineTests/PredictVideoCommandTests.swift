@@ -7,9 +7,30 @@ final class PredictVideoCommandTests: CommandTestCase {
     override class var executableName: String { "yolo" }
 
     private func yolo(_ arguments: [String], stdin: URL? = nil) throws -> CommandResult {
-        let weights = try weightsDirectory()
-        return try runCommand(executable, arguments, in: scratch,
-                              environment: ["YOLO_WEIGHTS_DIR": weights.path, "YOLO_CACHE_DIR": scratch.path], stdin: stdin)
+        try runCommand(executable, arguments, in: scratch, environment: try environment(), stdin: stdin)
+    }
+
+    private func environment(_ extra: [String: String] = [:]) throws -> [String: String] {
+        ["YOLO_WEIGHTS_DIR": try weightsDirectory().path, "YOLO_CACHE_DIR": scratch.path].merging(extra) { $1 }
+    }
+
+    /// Waits until `file` holds `text` (results are flushed as they finish); false after 60 s.
+    private func waitFor(_ text: String, in file: String) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let data = try? String(contentsOf: scratch.appendingPathComponent(file), encoding: .utf8), data.contains(text) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// CSV rows that are all whole: the header's 10 fields each, the last line ended.
+    private func assertWholeRows(_ file: String, _ message: String) throws {
+        let text = try String(contentsOf: scratch.appendingPathComponent(file), encoding: .utf8)
+        XCTAssertTrue(text.hasSuffix("\n"), message)
+        let rows = text.split(separator: "\n")
+        XCTAssertGreaterThan(rows.count, 1, message)
+        XCTAssertTrue(rows.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 10 }, message)
     }
 
     private func ffmpeg(_ arguments: [String]) throws {
@@ -30,7 +51,7 @@ final class PredictVideoCommandTests: CommandTestCase {
                                "--save-json", "out.json", "--save-csv", "out.csv"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("video 1/1 (frame 15/15) \(pan.path): 384x640 "), result.stdout)
-        XCTAssertTrue(result.stdout.contains("\n1 video (15 frames), 0 skipped\n"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("\n1 video (15 frames), 0 failed\n"), result.stdout)
 
         let records = try json("out.json")
         XCTAssertEqual(records.map { $0["frame"] as? Int }, Array(stride(from: 9, to: 150, by: 10)))
@@ -120,8 +141,9 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
     }
 
-    /// Videos that cannot be read fail in one line; in a folder they are skipped and the rest is
-    /// predicted; a file cut short writes the frames before the cut, then fails.
+    /// Videos that cannot be read fail in one line; in a folder they are skipped, the rest is
+    /// predicted and the command fails at the end; a file cut short writes the frames before the
+    /// cut, then fails.
     func testBadVideosFailClearlyOrAreSkipped() throws {
         let pan = try sharedFile("videos/pan.mp4")
         try Data().write(to: scratch.appendingPathComponent("empty.mp4"))
@@ -132,13 +154,17 @@ final class PredictVideoCommandTests: CommandTestCase {
             (["--source", pan.path], ["PATH": "/nonexistent"], "Error: ffprobe not found on PATH (/nonexistent): video sources need the Debian package ffmpeg"),
             (["--source", "rtsp://127.0.0.1:9/live"], [:], "Error: cannot open rtsp://127.0.0.1:9/live: "),
             (["--source", pan.path, "--vid-stride", "0"], [:], "Error: --vid-stride 0 must be at least 1"),
+            (["--source", pan.path], ["YOLO_STREAM_TIMEOUT": "0"], "Error: configuration YOLO_STREAM_TIMEOUT = 0 is invalid: "),
         ] {
-            let weights = try weightsDirectory()
-            let result = try runCommand(executable, ["predict"] + arguments, in: scratch,
-                                        environment: ["YOLO_WEIGHTS_DIR": weights.path].merging(environment) { $1 })
+            try? FileManager.default.removeItem(at: scratch.appendingPathComponent("bad.json"))
+            let result = try runCommand(executable, ["predict", "--save-json", "bad.json"] + arguments, in: scratch,
+                                        environment: try self.environment(environment))
             XCTAssertEqual(result.status, 1, "\(arguments)")
             XCTAssertTrue(result.stderr.hasPrefix(message), "\(arguments): \(result.stderr)")
             XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+            // A valid empty array (it was 0 bytes), or no file when the options fail first.
+            let json = try? String(contentsOf: scratch.appendingPathComponent("bad.json"), encoding: .utf8)
+            XCTAssertTrue(json == "[]\n" || json == nil && arguments.contains("--vid-stride"), "\(arguments): \(json ?? "no file")")
         }
 
         let folder = scratch.appendingPathComponent("mixed")
@@ -147,9 +173,10 @@ final class PredictVideoCommandTests: CommandTestCase {
         try FileManager.default.copyItem(at: scratch.appendingPathComponent("text.mp4"), to: folder.appendingPathComponent("b.mp4"))
         try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent("c.jpg"))
         var result = try yolo(["predict", "--source", folder.path, "--imgsz", "160", "--save-json", "mixed.json"])
-        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.status, 1, result.stderr)
         XCTAssertTrue(result.stderr.hasPrefix("WARNING ⚠️ video 2/3 skipped: cannot open \(folder.path)/b.mp4: "), result.stderr)
-        XCTAssertTrue(result.stdout.contains("\n1 image, 2 videos (4 frames), 1 skipped\n"), result.stdout)
+        XCTAssertTrue(result.stderr.hasSuffix("\nError: 1 of the 3 inputs failed (see the warnings above)\n"), result.stderr)
+        XCTAssertTrue(result.stdout.contains("\n1 image, 2 videos (4 frames), 1 failed\n"), result.stdout)
         XCTAssertEqual(try json("mixed.json").map { $0["image"] as? String }, ["a.mp4", "a.mp4", "a.mp4", "a.mp4", "c.jpg"])
 
         // The index first, as a streamable file has it, so that a cut leaves it whole.
@@ -163,6 +190,102 @@ final class PredictVideoCommandTests: CommandTestCase {
         XCTAssertGreaterThan(delivered, 10)
         XCTAssertTrue(result.stderr.hasPrefix("Error: \(cut.path) stopped after \(delivered) frames: \(cut.path) ended after \(delivered) of its 150 frames: "),
                       result.stderr)
+    }
+
+    /// Streams that connect and stay silent (rtsp to a TCP listener that never answers, udp on a
+    /// port nobody sends to) fail after YOLO_STREAM_TIMEOUT, saying so, instead of waiting
+    /// forever; the JSON is a valid empty array.
+    func testSilentStreamsFailAfterTheTimeout() throws {
+        let tcp = try SilentPort(), udp = try SilentPort(udp: true)
+        for url in ["rtsp://127.0.0.1:\(tcp.port)/live", "udp://127.0.0.1:\(udp.port)"] {
+            let started = Date()
+            let result = try RunningCommand(executable, ["predict", "--source", url, "--save-json", "out.json"], in: scratch,
+                                            environment: try environment(["YOLO_STREAM_TIMEOUT": "1"])).wait(timeout: 60)
+            let seconds = Date().timeIntervalSince(started)
+            XCTAssertEqual(result.status, 1, url)
+            XCTAssertTrue(result.stderr.hasPrefix("Error: cannot open \(url): "), result.stderr)
+            XCTAssertTrue(result.stderr.contains("nothing received within 1 s, YOLO_STREAM_TIMEOUT"), result.stderr)
+            XCTAssertLessThan(seconds, 15, url)
+            XCTAssertEqual(try String(contentsOf: scratch.appendingPathComponent("out.json"), encoding: .utf8), "[]\n", url)
+            print("\(url): failed after \(String(format: "%.1f", seconds)) s")
+        }
+    }
+
+    /// SIGTERM while ffprobe waits on a silent stream ends the run at once with 143 and stops
+    /// ffprobe with it (it outlived the command, orphaned).
+    func testSignalStopsTheProbeOfASilentStream() throws {
+        let tcp = try SilentPort()
+        let command = try RunningCommand(executable, ["predict", "--source", "rtsp://127.0.0.1:\(tcp.port)/live", "--save-json", "out.json"],
+                                         in: scratch, environment: try environment(["YOLO_STREAM_TIMEOUT": "60"]))
+        var children = [Int32]()
+        let deadline = Date().addingTimeInterval(30)
+        while children.isEmpty && Date() < deadline {
+            usleep(20_000)
+            children = command.children()
+        }
+        XCTAssertFalse(children.isEmpty, "ffprobe never started")
+        kill(command.process.processIdentifier, SIGTERM)
+        let result = try command.wait(timeout: 30)
+        XCTAssertEqual(result.status, 143, result.stderr)
+        XCTAssertEqual(children.filter(isRunning), [], "children left running")
+        XCTAssertEqual(try String(contentsOf: scratch.appendingPathComponent("out.json"), encoding: .utf8), "[]\n")
+    }
+
+    /// SIGINT while raw frames are awaited on stdin, SIGTERM in the middle of a video saved
+    /// annotated: the run finishes the frame in hand, closes the JSON array and the CSV's last row
+    /// and exits 130 or 143; the annotated video is whole and no ffmpeg is left.
+    func testSignalsEndTheRunWithWholeFiles() throws {
+        let frames = scratch.appendingPathComponent("frames.bgr")
+        try ffmpeg(["-i", try sharedFile("videos/pan.mp4").path, "-frames:v", "2", "-f", "rawvideo", "-pix_fmt", "bgr24", frames.path])
+        let stdin = try RunningCommand(executable, ["predict", "--source", "-", "--frame-size", "640x360", "--imgsz", "160",
+                                                    "--save-json", "int.json", "--save-csv", "int.csv"],
+                                       in: scratch, environment: try environment(), stdin: .pipe)
+        try stdin.input?.write(contentsOf: Data(contentsOf: frames))
+        XCTAssertTrue(waitFor("\"frame\" : 1", in: "int.json"), "the second frame's result never reached the file")
+        kill(stdin.process.processIdentifier, SIGINT)
+        var result = try stdin.wait(timeout: 30)
+        XCTAssertEqual(result.status, 130, result.stderr)
+        XCTAssertEqual(try json("int.json").map { $0["frame"] as? Int }, [0, 1])
+        try assertWholeRows("int.csv", "SIGINT")
+
+        let long = scratch.appendingPathComponent("long.mp4")
+        try ffmpeg(["-stream_loop", "9", "-i", try sharedFile("videos/pan.mp4").path, "-c", "copy", long.path])
+        let video = try RunningCommand(executable, ["predict", "--source", long.path, "--imgsz", "160", "--save",
+                                                    "--save-json", "term.json", "--save-csv", "term.csv"],
+                                       in: scratch, environment: try environment())
+        XCTAssertTrue(waitFor("\"frame\" : 3", in: "term.json"), "the fourth frame's result never reached the file")
+        let children = video.children()
+        XCTAssertEqual(children.count, 2, "the decoding and the encoding ffmpeg")
+        kill(video.process.processIdentifier, SIGTERM)
+        result = try video.wait(timeout: 30)
+        XCTAssertEqual(result.status, 143, result.stderr)
+        let records = try json("term.json")
+        XCTAssertEqual(records.map { $0["frame"] as? Int }, Array(0..<records.count))
+        XCTAssertLessThan(records.count, 1500)
+        try assertWholeRows("term.csv", "SIGTERM")
+        XCTAssertEqual(children.filter(isRunning), [], "ffmpeg left running")
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"),
+                                   ["ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0",
+                                    scratch.appendingPathComponent("runs/predict/exp/long.mp4").path], in: scratch, environment: [:])
+        XCTAssertEqual(probe.stdout, "\(records.count)\n", probe.stderr)
+    }
+
+    /// A video the encoder cannot take (wider than H.264's 16384) fails alone: the run goes on
+    /// with the next input, the JSON holds every result and closes, and the command fails at the
+    /// end.
+    func testAVideoThatCannotBeSavedFailsAloneAndTheRunGoesOn() throws {
+        let folder = scratch.appendingPathComponent("wide")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try ffmpeg(["-f", "lavfi", "-i", "testsrc=size=17000x64:rate=5", "-frames:v", "2", "-c:v", "ffv1",
+                    folder.appendingPathComponent("a-wide.mkv").path])
+        try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent("b-bus.jpg"))
+        let result = try yolo(["predict", "--source", folder.path, "--imgsz", "160", "--save", "--save-json", "out.json"])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertEqual(result.stderr, "WARNING ⚠️ video 1/2 cannot write video \(scratch.path)/runs/predict/exp/a-wide.mp4: "
+                       + "17000×64: H.264 holds sides of 1 to 16384\nError: 1 of the 2 inputs failed (see the warnings above)\n")
+        XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-wide.mkv", "b-bus.jpg"])
+        XCTAssertTrue(result.stdout.contains("\n1 image, 1 video (1 frames), 1 failed\n"), result.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/predict/exp/b-bus.jpg").path))
     }
 
     /// Nothing is kept per frame: 1,000 frames peak within 10 MB of 50, saving JSON, CSV and the
