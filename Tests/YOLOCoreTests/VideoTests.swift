@@ -159,6 +159,47 @@ final class VideoTests: XCTestCase {
         }
     }
 
+    /// A stream that connects and stays silent (rtsp to a TCP listener that never answers)
+    /// fails to open after `YOLO_STREAM_TIMEOUT` instead of hanging; cancelling the task stops
+    /// the probe at once.
+    func testSilentStreamTimesOutAndCancellationStopsTheProbe() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(listener, $0, length); _ = getsockname(listener, $0, &length) }
+        }
+        XCTAssertEqual(listen(listener, 8), 0)
+        let url = URL(string: "rtsp://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/live")!
+        let model = try Fixtures.model("yolo26n", imageSize: 64)
+        defer { unsetenv("YOLO_STREAM_TIMEOUT") }
+
+        setenv("YOLO_STREAM_TIMEOUT", "1", 1)
+        var started = Date()
+        XCTAssertThrowsError(try YOLOSession(model: model, source: .video(url))) { error in
+            guard case let .cannotOpen(source, reason) = error as? SourceError else { return XCTFail("\(error)") }
+            XCTAssertEqual(source, url.absoluteString)
+            XCTAssertTrue(reason.hasSuffix("(nothing received within 1 s, YOLO_STREAM_TIMEOUT)"), reason)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+
+        setenv("YOLO_STREAM_TIMEOUT", "20", 1)
+        started = Date()
+        let opening = Task.detached { try YOLOSession(model: model, source: .video(url)) }
+        try await Task.sleep(for: .milliseconds(500))
+        opening.cancel()
+        do {
+            _ = try await opening.value
+            XCTFail("a silent stream opened")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the probe ran on after the cancellation")
+    }
+
     func testMissingFFmpegNamesThePackage() throws {
         let path = String(cString: getenv("PATH"))
         setenv("PATH", "/nonexistent", 1)
