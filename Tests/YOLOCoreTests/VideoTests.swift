@@ -173,6 +173,11 @@ final class VideoTests: XCTestCase {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(listener, $0, length); _ = getsockname(listener, $0, &length) }
         }
         XCTAssertEqual(listen(listener, 8), 0)
+        // Were the timeout ignored, this frees ffprobe after 15 s (a listener shut down resets the
+        // connections it has not accepted): the test fails instead of hanging.
+        let watchdog = DispatchWorkItem { shutdown(listener, Int32(SHUT_RDWR)) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 15, execute: watchdog)
+        defer { watchdog.cancel() }
         let url = URL(string: "rtsp://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/live")!
         let model = try Fixtures.model("yolo26n", imageSize: 64)
         defer { unsetenv("YOLO_STREAM_TIMEOUT") }
