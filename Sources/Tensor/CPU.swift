@@ -58,7 +58,7 @@ extension CPU {
     /// A warning for a build without AVX2 and FMA (no `-target-cpu`, or one older than Haswell):
     /// the SIMD kernels then run on SSE or scalar code; nil for a build that has both.
     public static let slowBuildWarning: String? = targetFeatures.contains("avx2") && targetFeatures.contains("fma") ? nil : """
-        WARNING: yolo-swift was built without AVX2 and FMA: inference runs about 20 times slower. \
+        WARNING: yolo-swift was built without AVX2 and FMA: inference runs about 50 times slower. \
         Build with `-Xswiftc -target-cpu -Xswiftc native` (or `haswell` for a binary that runs on any AVX2 CPU).
         """
 

@@ -92,7 +92,9 @@ public struct Image: Sendable, Equatable {
         do {
             try data.write(to: url, options: .atomic)
         } catch {
-            throw ImageError.writeFailed(file: url.path, reason: error.localizedDescription)
+            // Foundation's own text is "error 512"; the system's error under it says why.
+            let cause = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+            throw ImageError.writeFailed(file: url.path, reason: (cause ?? error as NSError).localizedDescription)
         }
     }
 
