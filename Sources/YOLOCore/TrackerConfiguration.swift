@@ -73,22 +73,13 @@ public struct TrackerConfiguration: Sendable, Equatable {
     /// errors. Every key the algorithm reads must be present, and no other.
     public init(yaml: String, source: String = "tracker YAML") throws {
         typealias Failure = TrackerConfigurationError
-        let root: Node?
+        let document: YAMLMapping
         do {
-            root = try Yams.compose(yaml: yaml)
+            document = try YAMLMapping(yaml: yaml)
         } catch {
-            throw Failure.invalidYAML(source: source, reason: "\(error)")
+            throw Failure.invalidYAML(source: source, reason: error.reason)
         }
-        guard let mapping = root?.mapping else {
-            throw Failure.invalidYAML(source: source, reason: "the document is not a mapping of keys to values")
-        }
-        var values = [String: Node]()
-        for (key, value) in mapping {
-            guard let name = key.string, key.kind == .str else {
-                throw Failure.invalidYAML(source: source, reason: "key \(key.string ?? "?") is not a string")
-            }
-            values[name] = value
-        }
+        let values = document.values
         func scalar(_ key: String) throws -> Node {
             guard let node = values[key] else { throw Failure.missingKey(source: source, key: key) }
             return node
@@ -130,7 +121,7 @@ public struct TrackerConfiguration: Sendable, Equatable {
         if algorithm == .botsort {
             known += ["gmc_method", "proximity_thresh", "appearance_thresh", "with_reid", "model"]
         }
-        if let unknown = mapping.compactMap({ $0.key.string }).first(where: { !known.contains($0) }) {
+        if let unknown = document.keys.first(where: { !known.contains($0) }) {
             throw Failure.unknownKey(source: source, key: unknown, tracker: algorithm.rawValue)
         }
         self.init(algorithm: algorithm)
@@ -138,7 +129,7 @@ public struct TrackerConfiguration: Sendable, Equatable {
         trackLowThreshold = try number("track_low_thresh")
         newTrackThreshold = try number("new_track_thresh")
         let buffer = try scalar("track_buffer")
-        guard buffer.kind == .int, let frames = buffer.int else {
+        guard let frames = buffer.integer else {
             throw Failure.wrongType(source: source, key: "track_buffer", value: describe(buffer), expected: "a whole number of frames")
         }
         guard frames >= 0 else {
@@ -200,9 +191,4 @@ public enum TrackerConfigurationError: Error, LocalizedError, Equatable {
             "tracker configuration \(source): \(key) = \(value) is not supported: \(reason)"
         }
     }
-}
-
-private extension Node {
-    /// The tag the resolver gave the node (int, float, bool, null, str, map, seq).
-    var kind: Tag.Name { Tag.Name(rawValue: tag.rawValue) }
 }
