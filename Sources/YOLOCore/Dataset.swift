@@ -15,87 +15,133 @@ public struct Dataset: Sendable, Equatable {
     /// Image sources of each split present (folders, `.txt` lists or image files), absolute.
     public let splits: [String: [URL]]
 
+    /// Most classes a data YAML may give (`nc` or `names`): far above the largest public
+    /// detection datasets (LVIS has 1203), and a names table of a few MB.
+    public static let maxClasses = 100_000
+    /// Largest data YAML read, in bytes: the largest Ultralytics data YAML is ~50 KB.
+    public static let maxYAMLBytes = 1 << 20
+    /// Largest label file read, in bytes; a larger one counts as corrupt. Dense and polygon
+    /// label files run to ~100 KB.
+    public static let maxLabelFileBytes = 16 << 20
+
     /// Reads and checks a data YAML; throws `DatasetError` naming the file and what is wrong.
+    /// The YAML is composed as a node tree whose aliases are bounded (see `YAMLMapping`).
     public init(contentsOf url: URL) throws {
-        self.url = url
         let text: String
-        do {
-            text = try String(contentsOf: url, encoding: .utf8)
+        do throws(DatasetProblem) {
+            guard let decoded = String(data: try readFile(url, limit: Self.maxYAMLBytes), encoding: .utf8) else {
+                throw DatasetProblem("not UTF-8 text")
+            }
+            text = decoded
         } catch {
-            throw DatasetError.unreadable(path: url.path, reason: (error as NSError).localizedDescription)
+            throw DatasetError.unreadable(path: url.path, reason: error.reason)
         }
-        let loaded: Any?
+        try self.init(yaml: text, url: url)
+    }
+
+    /// The data YAML `text` as if read from `url` (the fuzz harness's entry).
+    package init(yaml text: String, url: URL) throws {
+        self.url = url
+        let document: YAMLMapping
         do {
-            loaded = try Yams.load(yaml: text)
+            document = try YAMLMapping(yaml: text)
         } catch {
-            throw DatasetError.invalidYAML(path: url.path, reason: "\(error)")
+            throw DatasetError.invalidYAML(path: url.path, reason: error.reason)
         }
-        guard var data = loaded as? [AnyHashable: Any] else {
-            throw DatasetError.invalidYAML(path: url.path, reason: "the document is not a mapping of keys to values")
-        }
-        func present(_ key: String) -> Bool { data[key].map { !($0 is NSNull) } ?? false }
-        if !present("val") && present("validation") { data["val"] = data["validation"] }
-        guard present("val") else {
+        // A key given as null counts as absent, as Ultralytics' `data.get(key)` does.
+        var data = document.values.filter { $0.value.kind != .null }
+        if data["val"] == nil { data["val"] = data["validation"] }
+        guard data["val"] != nil else {
             throw DatasetError.missingKey(path: url.path, key: "val", reason: "the validation images")
         }
+        func invalid(_ key: String, _ reason: String) -> DatasetError { .invalidValue(path: url.path, key: key, reason: reason) }
+        func describe(_ node: Node) -> String {
+            switch node {
+            case let .scalar(scalar): "'\(scalar.string)'"
+            case .sequence: "a list"
+            case .mapping: "a mapping"
+            case .alias: "an alias"
+            }
+        }
 
-        // Names from `names` (a list or a map of indices 0…n-1) or `nc`.
+        // Names from `names` (a list or a map of indices 0…n-1 to names) or `nc`.
         var names: [String]
-        if let list = data["names"] as? [Any] {
-            names = list.map { "\($0)" }
-        } else if let map = data["names"] as? [AnyHashable: Any] {
+        switch data["names"] {
+        case let .sequence(list)?:
+            guard list.count <= Self.maxClasses else {
+                throw invalid("names", "\(list.count) names, more than the \(Self.maxClasses) classes a dataset may have")
+            }
+            names = try list.enumerated().map { index, node in
+                guard let name = node.scalar?.string else { throw invalid("names", "class \(index) is \(describe(node)), not a name") }
+                return name
+            }
+        case let .mapping(map)?:
+            guard map.count <= Self.maxClasses else {
+                throw invalid("names", "\(map.count) names, more than the \(Self.maxClasses) classes a dataset may have")
+            }
             var byIndex = [Int: String]()
             for (key, value) in map {
-                guard let index = key.base as? Int ?? Int("\(key.base)") else {
-                    throw DatasetError.invalidValue(path: url.path, key: "names", reason: "class index '\(key.base)' is not an integer")
+                guard let index = key.integer ?? key.scalar.flatMap({ Int($0.string) }) else {
+                    throw invalid("names", "class index \(describe(key)) is not an integer")
                 }
-                byIndex[index] = "\(value)"
+                guard let name = value.scalar?.string else { throw invalid("names", "class \(index) is \(describe(value)), not a name") }
+                byIndex[index] = name
             }
-            guard byIndex.keys.sorted() == Array(0..<byIndex.count) else {
-                throw DatasetError.invalidValue(path: url.path, key: "names", reason:
-                    "a \(byIndex.count)-class dataset needs class indices 0-\(byIndex.count - 1), not "
-                    + byIndex.keys.sorted().map(String.init).joined(separator: ", "))
+            let indices = byIndex.keys.sorted()
+            guard indices == Array(0..<indices.count) else {
+                throw invalid("names", "a \(indices.count)-class dataset needs class indices 0-\(indices.count - 1), not "
+                    + indices.prefix(20).map(String.init).joined(separator: ", ") + (indices.count > 20 ? ", …" : ""))
             }
-            names = byIndex.keys.sorted().map { byIndex[$0]! }
-        } else if present("names") {
-            throw DatasetError.invalidValue(path: url.path, key: "names", reason: "must be a list or a map of class index to name")
-        } else {
+            names = indices.map { byIndex[$0]! }
+        case nil:
             names = []
+        case let node?:
+            throw invalid("names", "must be a list or a map of class index to name, not \(describe(node))")
         }
-        if present("nc") {
-            guard let nc = data["nc"] as? Int ?? (data["nc"] as? Double).flatMap({ $0 == $0.rounded() ? Int($0) : nil }), nc >= 0 else {
-                throw DatasetError.invalidValue(path: url.path, key: "nc", reason: "'\(data["nc"]!)' must be an integer")
+        if let node = data["nc"] {
+            // Ultralytics takes integer-like values (10, 10.0, '10'), not 1.9 or placeholders.
+            let value = node.integer.map(Double.init) ?? node.scalar.flatMap { Double($0.string.replacingOccurrences(of: "_", with: "")) }
+            guard let value, value.isFinite, value == value.rounded() else {
+                throw invalid("nc", "must be an integer, not \(describe(node))")
             }
-            if !present("names") {
+            guard (1...Double(Self.maxClasses)).contains(value) else {
+                throw invalid("nc", "\(describe(node)) is out of range: a dataset has 1 to \(Self.maxClasses) classes")
+            }
+            let nc = Int(value)
+            if data["names"] == nil {
                 names = (0..<nc).map { "class_\($0)" }
             } else if names.count != nc {
-                throw DatasetError.invalidValue(path: url.path, key: "nc", reason: "\(nc) does not match the \(names.count) names")
+                throw invalid("nc", "\(nc) does not match the \(names.count) names")
             }
-        } else if !present("names") {
+        } else if data["names"] == nil {
             throw DatasetError.missingKey(path: url.path, key: "names", reason: "the class names (or 'nc', their number)")
         }
-        guard !names.isEmpty else { throw DatasetError.invalidValue(path: url.path, key: "names", reason: "no classes") }
+        guard !names.isEmpty else { throw invalid("names", "no classes") }
         self.names = names
 
         let folder = url.deletingLastPathComponent()
-        if let path = data["path"] as? String, !path.isEmpty {
+        switch data["path"] {
+        case let node? where node.kind != .str:
+            throw invalid("path", "must be a string, not \(describe(node))")
+        case let node? where !(node.string ?? "").isEmpty:
+            let path = node.string!
             let relative = URL(fileURLWithPath: path)
             root = path.hasPrefix("/") || FileManager.default.fileExists(atPath: relative.path)
                 ? relative.standardizedFileURL : folder.appendingPathComponent(path).standardizedFileURL
-        } else if present("path") && !(data["path"] is String) {
-            throw DatasetError.invalidValue(path: url.path, key: "path", reason: "must be a string")
-        } else {
+        default:
             root = folder.standardizedFileURL
         }
         var splits = [String: [URL]]()
-        for key in ["train", "val", "test", "minival"] where present(key) {
+        for key in ["train", "val", "test", "minival"] {
             let entries: [String]
-            if let one = data[key] as? String {
-                entries = [one]
-            } else if let many = data[key] as? [Any], many.allSatisfy({ $0 is String }) {
-                entries = many.map { $0 as! String }
-            } else {
-                throw DatasetError.invalidValue(path: url.path, key: key, reason: "must be a path or a list of paths")
+            switch data[key] {
+            case nil: continue
+            case let node? where node.kind == .str:
+                entries = [node.string ?? ""]
+            case let .sequence(many)? where many.allSatisfy({ $0.kind == .str }):
+                entries = many.map { $0.string ?? "" }
+            case let node?:
+                throw invalid(key, "must be a path or a list of paths, not \(describe(node))")
             }
             splits[key] = entries.map { [root] entry in
                 let resolved = entry.hasPrefix("/") ? URL(fileURLWithPath: entry) : root.appendingPathComponent(entry)
@@ -245,69 +291,115 @@ func checkImageLabel(_ file: URL, classCount: Int, maxPixels: Int) -> LabelCheck
         .valid(LabeledImage(image: file, width: image.width, height: image.height, classes: rows.map { Int($0[0]) },
                             boxes: rows.map { SIMD4($0[1], $0[2], $0[3], $0[4]) }), state, warning: warning)
     }
-    guard FileManager.default.fileExists(atPath: labelURL.path) else { return labeled([], .missing) }
-    guard let data = FileManager.default.contents(atPath: labelURL.path),
-          let text = String(data: data, encoding: .utf8) else {
-        return .corrupt(labelFound: true, reason: "\(labelURL.path) is not readable UTF-8 text")
+    // Ultralytics' `os.path.isfile`: a folder in the label's place is no label.
+    var isFolder: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: labelURL.path, isDirectory: &isFolder), !isFolder.boolValue else {
+        return labeled([], .missing)
     }
-    let lines = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isNewline)
-        .map { $0.split(whereSeparator: \.isWhitespace).map(String.init) }.filter { !$0.isEmpty }
-    guard !lines.isEmpty else { return labeled([], .empty) }
-    func numbers(_ fields: [String]) throws(LabelError) -> [Float] {
-        try fields.map { field throws(LabelError) in
-            guard let value = Float(field) else { throw LabelError("could not convert string to float: '\(field)'") }
-            return value
+    do throws(DatasetProblem) {
+        let data: Data
+        do {
+            data = try readFile(labelURL, limit: Dataset.maxLabelFileBytes)
+        } catch {
+            throw DatasetProblem("\(labelURL.path): \(error.reason)")
         }
-    }
-    do throws(LabelError) {
-        var rows: [[Float]]
-        if lines.contains(where: { $0.count > 6 }) {
-            // Polygons: each row becomes the box around its points.
-            guard !lines.contains(where: { $0.count == 5 }) else { throw LabelError("labels mix segment and detection rows") }
-            rows = try lines.map { line throws(LabelError) in
-                let values = try numbers(line)
-                let points = values.dropFirst()
-                guard points.count % 2 == 0 else { throw LabelError("a polygon row has an odd number (\(points.count)) of coordinates") }
-                let xs = stride(from: 1, to: values.count, by: 2).map { values[$0] }
-                let ys = stride(from: 2, to: values.count, by: 2).map { values[$0] }
-                let (x1, y1, x2, y2) = (xs.min()!, ys.min()!, xs.max()!, ys.max()!)
-                return [values[0], (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]
-            }
-        } else {
-            guard Set(lines.map(\.count)).count == 1 else {
-                throw LabelError("rows have different numbers of columns: " + lines.map { String($0.count) }.joined(separator: ", "))
-            }
-            rows = try lines.map(numbers)
-            guard rows[0].count == 5 else { throw LabelError("labels require 5 columns, \(rows[0].count) columns detected") }
-        }
-        let points = rows.flatMap { $0.dropFirst() }
-        let outside = points.filter { !($0 <= 1.01) }
-        guard outside.isEmpty else { throw LabelError("non-normalized or out of bounds coordinates \(outside)") }
-        let all = rows.flatMap { $0 }
-        let lowest = all.min()!, smallestSize = rows.flatMap { $0[3...4] }.min()!
-        guard lowest >= 0 || (lowest >= -0.01 && smallestSize >= 0) else {
-            throw LabelError("negative label values \(all.filter { $0 < 0 })")
-        }
-        let classes = rows.map { $0[0] }
-        let fractional = classes.filter { $0 != $0.rounded(.down) }
-        guard fractional.isEmpty else { throw LabelError("non-integer class labels \(fractional)") }
-        let largest = classes.max()!
-        guard largest < Float(classCount) else {
-            throw LabelError("Label class \(Int(largest)) exceeds dataset class count \(classCount). "
-                             + "Possible class labels are 0-\(classCount - 1)")
-        }
-        let unique = Set(rows)
-        guard unique.count < rows.count else { return labeled(rows, .found) }
-        let sorted = unique.sorted { $0.lexicographicallyPrecedes($1) }
-        return labeled(sorted, .found, "\(file.path): \(rows.count - sorted.count) duplicate labels removed")
+        guard let text = String(data: data, encoding: .utf8) else { throw DatasetProblem("\(labelURL.path) is not UTF-8 text") }
+        let (rows, duplicates) = try labelRows(text, classCount: classCount)
+        guard !rows.isEmpty else { return labeled([], .empty) }
+        return labeled(rows, .found, duplicates > 0 ? "\(file.path): \(duplicates) duplicate labels removed" : nil)
     } catch {
         return .corrupt(labelFound: true, reason: error.reason)
     }
 }
 
-struct LabelError: Error {
-    let reason: String
+/// The rows `class cx cy w h` of a label file's text by Ultralytics' rules (see
+/// `checkImageLabel`), duplicates removed (then sorted, as `np.unique` leaves them), and how many
+/// were; throws the reason the file is corrupt.
+package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -> (rows: [[Float]], duplicates: Int) {
+    let lines = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isNewline)
+        .map { $0.split(whereSeparator: \.isWhitespace) }.filter { !$0.isEmpty }
+    guard !lines.isEmpty else { return ([], 0) }
+    func numbers(_ fields: [Substring]) throws(DatasetProblem) -> [Float] {
+        try fields.map { field throws(DatasetProblem) in
+            guard let value = Float(field) else { throw DatasetProblem("could not convert string to float: '\(field)'") }
+            return value
+        }
+    }
+    var rows: [[Float]]
+    if lines.contains(where: { $0.count > 6 }) {
+        // Polygons: each row becomes the box around its points.
+        guard !lines.contains(where: { $0.count == 5 }) else { throw DatasetProblem("labels mix segment and detection rows") }
+        rows = try lines.map { line throws(DatasetProblem) in
+            let values = try numbers(line)
+            let points = values.dropFirst()
+            guard points.count % 2 == 0 else {
+                throw DatasetProblem("a polygon row has an odd number (\(points.count)) of coordinates")
+            }
+            let xs = stride(from: 1, to: values.count, by: 2).map { values[$0] }
+            let ys = stride(from: 2, to: values.count, by: 2).map { values[$0] }
+            guard let x1 = xs.min(), let y1 = ys.min(), let x2 = xs.max(), let y2 = ys.max() else {
+                throw DatasetProblem("a polygon row has a class and no points")
+            }
+            return [values[0], (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]
+        }
+    } else {
+        guard Set(lines.map(\.count)).count == 1 else {
+            throw DatasetProblem("rows have different numbers of columns: " + excerpt(lines.map(\.count)))
+        }
+        rows = try lines.map(numbers)
+        guard rows[0].count == 5 else { throw DatasetProblem("labels require 5 columns, \(rows[0].count) columns detected") }
+    }
+    // NaN fails every check below as it fails NumPy's: it is no number ≤ 1.01, its minimum is
+    // NaN, and NaN % 1 is no 0.
+    let points = rows.flatMap { $0.dropFirst() }
+    let outside = points.filter { !($0 <= 1.01) }
+    guard outside.isEmpty else { throw DatasetProblem("non-normalized or out of bounds coordinates \(excerpt(outside))") }
+    let all = rows.flatMap { $0 }
+    let lowest = all.contains { $0.isNaN } ? .nan : all.reduce(.infinity, min)
+    let smallestSize = rows.map { min($0[3], $0[4]) }.reduce(.infinity, min)
+    guard lowest >= 0 || (lowest >= -0.01 && smallestSize >= 0) else {
+        throw DatasetProblem("negative label values \(excerpt(all.filter { $0 < 0 }))")
+    }
+    // Python's `c % 1 == 0`: whole and finite.
+    let classes = rows.map { $0[0] }
+    let fractional = classes.filter { !($0.isFinite && $0 == $0.rounded(.down)) }
+    guard fractional.isEmpty else { throw DatasetProblem("non-integer class labels \(excerpt(fractional))") }
+    let largest = classes.reduce(0, max)
+    guard largest < Float(classCount) else {
+        throw DatasetProblem("Label class \(Int(exactly: largest).map(String.init) ?? "\(largest)") exceeds dataset class count "
+                             + "\(classCount). Possible class labels are 0-\(classCount - 1)")
+    }
+    let unique = Set(rows)
+    guard unique.count < rows.count else { return (rows, 0) }
+    return (unique.sorted { $0.lexicographicallyPrecedes($1) }, rows.count - unique.count)
+}
+
+/// At most 10 values of a list for a message, as NumPy shortens long arrays: "[1.5, 2.0]",
+/// "[1.5, …] (1000 values)".
+private func excerpt<T>(_ values: [T]) -> String {
+    values.count <= 10 ? "\(values)" : "\(Array(values.prefix(10))) … (\(values.count) values)"
+}
+
+/// Up to `limit` bytes of a file; throws why it cannot be read, or is longer (special files such
+/// as /dev/zero included, whose size the file system does not give).
+func readFile(_ url: URL, limit: Int) throws(DatasetProblem) -> Data {
+    let data: Data
+    do {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        data = try handle.read(upToCount: limit + 1) ?? Data()
+    } catch {
+        throw DatasetProblem((error as NSError).localizedDescription)
+    }
+    guard data.count <= limit else { throw DatasetProblem("larger than \(limit) bytes") }
+    return data
+}
+
+/// Why a label file or a dataset file is unusable, as its message.
+package struct DatasetProblem: Error, LocalizedError {
+    package let reason: String
     init(_ reason: String) { self.reason = reason }
+    package var errorDescription: String? { reason }
 }
 
 /// A data YAML or split that cannot be used.

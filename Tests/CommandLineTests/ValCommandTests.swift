@@ -65,6 +65,47 @@ final class ValCommandTests: CommandTestCase {
         XCTAssertFalse(result.stdout.contains("Speed:"), "failed before validating")
     }
 
+    /// Label classes inf and 1e30 and a polygon beside a row without points (each once a trap)
+    /// are corrupt labels: the images are skipped with a warning, the rest validated.
+    func testHostileLabelsAreSkippedWithWarnings() throws {
+        let coco8 = try sharedFile("datasets/coco8")
+        let images = scratch.appendingPathComponent("hostile/images"), labels = scratch.appendingPathComponent("hostile/labels")
+        for folder in [images, labels] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let rows = ["good": try String(contentsOf: coco8.appendingPathComponent("labels/val/000000000042.txt"), encoding: .utf8),
+                    "inf": "inf 0.5 0.5 0.2 0.2\n", "huge": "1e30 0.5 0.5 0.2 0.2\n", "polygon": "0 0.1 0.1 0.2 0.1 0.2 0.2\n1\n"]
+        for (name, text) in rows {
+            try FileManager.default.copyItem(at: coco8.appendingPathComponent("images/val/000000000042.jpg"),
+                                             to: images.appendingPathComponent("\(name).jpg"))
+            try text.write(to: labels.appendingPathComponent("\(name).txt"), atomically: true, encoding: .utf8)
+        }
+        try "path: hostile\nval: images\nnc: 80\n".write(to: scratch.appendingPathComponent("hostile.yaml"), atomically: true, encoding: .utf8)
+        let result = try yolo(["val", "--model", "yolo11n", "--data", "hostile.yaml"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("val: val split of hostile.yaml: 4 images, 0 backgrounds, 3 corrupt"), result.stdout)
+        for (name, reason) in [("huge", "Label class 1e+30 exceeds dataset class count 80"), ("inf", "non-integer class labels [inf]"),
+                               ("polygon", "a polygon row has a class and no points")] {
+            XCTAssertTrue(result.stderr.contains("WARNING ⚠️ \(images.path)/\(name).jpg: ignoring corrupt image/label: \(reason)"),
+                          result.stderr)
+        }
+    }
+
+    /// A "billion laughs" data YAML (~600 bytes standing for 387 million strings) fails at once
+    /// with a clear error, run within 2 GiB of address space and 60 s of CPU.
+    func testAliasBombFailsQuickly() throws {
+        let bomb = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + zip("abcdefgh", "bcdefghi").map { a, b in "\(b): &\(b) [" + Array(repeating: "*\(a)", count: 9).joined(separator: ", ") + "]\n" }.joined()
+            + "val: images\nnames: *i\n"
+        try bomb.write(to: scratch.appendingPathComponent("bomb.yaml"), atomically: true, encoding: .utf8)
+        let start = Date()
+        let result = try runCommand(URL(fileURLWithPath: "/usr/bin/prlimit"),
+                                    ["--as=\(2 << 30)", "--cpu=60", executable.path, "val", "--model", "yolo11n", "--data", "bomb.yaml"],
+                                    in: scratch, environment: ["YOLO_WEIGHTS_DIR": try weightsDirectory().path])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("bomb.yaml is not valid: its aliases expand it to more than 1000000 nodes"),
+                      result.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 10)
+    }
+
     func testYAMLWithoutValIsAnError() throws {
         try "train: images\nnames: [a]\n".write(to: scratch.appendingPathComponent("bad.yaml"), atomically: true, encoding: .utf8)
         let result = try yolo(["val", "--model", "yolo11n", "--data", "bad.yaml"])

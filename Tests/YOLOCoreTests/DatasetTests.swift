@@ -196,6 +196,100 @@ final class DatasetTests: XCTestCase {
                                  "images have up to 301 labels, more than max_det=300; max_det raised to 301"])
     }
 
+    /// Hostile label values are corrupt labels, as Ultralytics' `verify_image_label` finds them,
+    /// never a trap: classes inf, 1e30 (once a Float → Int conversion in the message), NaN and
+    /// -inf; a polygon beside a row with no points (once `min()!` on no coordinates); a label file
+    /// that never ends. A folder in a label's place is no label, as `os.path.isfile` has it.
+    func testHostileLabelValuesAreCorrupt() throws {
+        let labels: [(String, String?, String)] = [
+            ("inf", "inf 0.5 0.5 0.2 0.2\n", "non-integer class labels [inf]"),
+            ("huge", "1e30 0.5 0.5 0.2 0.2\n", "Label class 1e+30 exceeds dataset class count 2. Possible class labels are 0-1"),
+            ("big", "3000000000 0.5 0.5 0.2 0.2\n", "Label class 3000000000 exceeds dataset class count 2."),
+            ("nan", "nan 0.5 0.5 0.2 0.2\n", "negative label values []"),
+            ("neginf", "-inf 0.5 0.5 0.2 0.2\n", "negative label values [-inf]"),
+            ("nanxy", "0 nan 0.5 0.2 0.2\n", "non-normalized or out of bounds coordinates [nan]"),
+            ("pointless", "0 0.1 0.1 0.2 0.1 0.2 0.2\n\n1\n", "a polygon row has a class and no points"),
+            ("odd", "0 0.1 0.1 0.2 0.1 0.2 0.2\n1 0.5 0.5 0.5\n", "a polygon row has an odd number (3) of coordinates"),
+            ("wide", "0 0.5 0.5 0.2 0.2\n" + Array(repeating: "0.5", count: 1001).joined(separator: " "),
+             "labels mix segment and detection rows"),
+            ("ragged", (1...12).map { Array(repeating: "0", count: $0 % 3 + 1).joined(separator: " ") }.joined(separator: "\n"),
+             "rows have different numbers of columns: [2, 3, 1, 2, 3, 1, 2, 3, 1, 2] … (12 values)"),
+            ("endless", nil, "labels/endless.txt: larger than \(Dataset.maxLabelFileBytes) bytes"),
+        ]
+        let images = scratch.appendingPathComponent("hostile/images")
+        try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+        let photo = try sharedFile("datasets/coco8/images/val/000000000042.jpg")
+        for (name, text, _) in labels + [("folder", nil, ""), ("good", "1 0.5 0.5 0.2 0.2\n\n   \n", "")] {
+            try FileManager.default.copyItem(at: photo, to: images.appendingPathComponent("\(name).jpg"))
+            if let text { _ = try write(text, "hostile/labels/\(name).txt") }
+        }
+        try FileManager.default.createSymbolicLink(atPath: scratch.appendingPathComponent("hostile/labels/endless.txt").path,
+                                                   withDestinationPath: "/dev/zero")
+        try FileManager.default.createDirectory(at: scratch.appendingPathComponent("hostile/labels/folder.txt"),
+                                                withIntermediateDirectories: true)
+        let d = try Dataset(contentsOf: write("path: hostile\nval: images\nnames: [a, b]\n", "hostile.yaml"))
+        let (valid, scan) = try d.labeledImages(split: "val")
+        XCTAssertEqual(valid.map(\.image.lastPathComponent), ["folder.jpg", "good.jpg"])
+        XCTAssertEqual(valid.map(\.classes), [[], [1]])
+        XCTAssertEqual([scan.found, scan.missing, scan.empty, scan.corrupt], [labels.count + 1, 1, 0, labels.count])
+        for (name, _, reason) in labels {
+            let prefix = images.appendingPathComponent("\(name).jpg").path + ": ignoring corrupt image/label: "
+            XCTAssertTrue(scan.warnings.contains { $0.hasPrefix(prefix) && $0.contains(reason) }, "\(name): \(scan.warnings)")
+        }
+    }
+
+    /// A "billion laughs" data YAML (~600 bytes standing for 387 million strings, hours to hash
+    /// as a key and gigabytes to expand) is refused at once; the tracker YAML shares the reader.
+    func testAliasBombRefusedQuickly() throws {
+        let bomb = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + zip("abcdefgh", "bcdefghi").map { a, b in "\(b): &\(b) [" + Array(repeating: "*\(a)", count: 9).joined(separator: ", ") + "]\n" }.joined()
+        let start = Date()
+        for yaml in [bomb + "val: images\nnames: *i\n", bomb + "? *i\n: 1\nval: images\nnc: 2\n"] {
+            guard case .invalidYAML(_, let reason)? = error(yaml) else { return XCTFail("no error for the bomb") }
+            XCTAssertTrue(reason.contains("aliases expand it to more than 1000000 nodes"), reason)
+        }
+        XCTAssertThrowsError(try TrackerConfiguration(yaml: bomb + "? *i\n: 1\n")) { error in
+            guard case .invalidYAML(_, let reason)? = error as? TrackerConfigurationError else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("alias"), reason)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2, "refused before expanding")
+        // Anchors and aliases within the bound stay shared and usable.
+        let shared = try Dataset(contentsOf: write("v: &v images\nval: *v\ntrain: [*v, other]\nnames: &n [a, b]\nmore: [*n, *n]\n", "ok.yaml"))
+        XCTAssertEqual(shared.names, ["a", "b"])
+        XCTAssertEqual(shared.splits["train"]?.map(\.lastPathComponent), ["images", "other"])
+    }
+
+    /// Class counts and names beyond `Dataset.maxClasses` or no whole number are errors naming
+    /// the value, not a billion-entry table or a trap (nc 1e300 or .inf, a base-60 int Yams would
+    /// overflow, names that are lists).
+    func testAbsurdClassCountsAndNames() throws {
+        func reason(_ yaml: String, key: String) -> String {
+            guard case .invalidValue(_, key, let reason)? = error("val: images\n" + yaml) else { return "no \(key) error" }
+            return reason
+        }
+        for value in ["1000000000", "-1", "0", "1e300", "99999999999999999999999"] {
+            XCTAssertEqual(reason("nc: \(value)\n", key: "nc"), "'\(value)' is out of range: a dataset has 1 to 100000 classes")
+        }
+        for value in [".inf", "-.inf", ".nan", "1.5", "many", "1:0:0:0:0:0:0:0:0:0:0:0:0"] {
+            XCTAssertEqual(reason("nc: \(value)\n", key: "nc"), "must be an integer, not '\(value)'")
+        }
+        XCTAssertEqual(reason("nc: [1]\n", key: "nc"), "must be an integer, not a list")
+        XCTAssertEqual(try Dataset(contentsOf: write("val: images\nnc: '3'\n", "three.yaml")).names.count, 3)
+        let many = "names: [" + Array(repeating: "x", count: Dataset.maxClasses + 1).joined(separator: ",") + "]\n"
+        XCTAssertEqual(reason(many, key: "names"), "100001 names, more than the 100000 classes a dataset may have")
+        XCTAssertEqual(reason("names: [a, [b, c]]\n", key: "names"), "class 1 is a list, not a name")
+        XCTAssertEqual(reason("names: {0: a, 99999999999999999999: b}\n", key: "names"),
+                       "class index '99999999999999999999' is not an integer")
+        XCTAssertEqual(reason("names: {0: a, 1000000000: b}\n", key: "names"),
+                       "a 2-class dataset needs class indices 0-1, not 0, 1000000000")
+        XCTAssertEqual(reason("names: 7\n", key: "names"), "must be a list or a map of class index to name, not '7'")
+        XCTAssertEqual(reason("names: [a]\npath: [x]\n", key: "path"), "must be a string, not a list")
+        // A data YAML that never ends is refused after its first MiB.
+        XCTAssertThrowsError(try Dataset(contentsOf: URL(fileURLWithPath: "/dev/zero"))) { error in
+            XCTAssertEqual(error as? DatasetError, .unreadable(path: "/dev/zero", reason: "larger than 1048576 bytes"))
+        }
+    }
+
     /// Every image corrupt: an error listing why, not a crash or empty metrics.
     func testNoValidImages() throws {
         _ = try write("not a jpeg", "bad/images/x.jpg")
