@@ -20,6 +20,9 @@ public struct Dataset: Sendable, Equatable {
     public static let maxClasses = 100_000
     /// Largest data YAML read, in bytes: the largest Ultralytics data YAML is ~50 KB.
     public static let maxYAMLBytes = 1 << 20
+    /// Largest `.txt` list of images read, in bytes: Objects365's 1.7 million train images take
+    /// ~70 MB.
+    public static let maxImageListBytes = 256 << 20
     /// Largest label file read, in bytes; a larger one counts as corrupt. Dense and polygon
     /// label files run to ~100 KB.
     public static let maxLabelFileBytes = 16 << 20
@@ -28,11 +31,8 @@ public struct Dataset: Sendable, Equatable {
     /// The YAML is composed as a node tree whose aliases are bounded (see `YAMLMapping`).
     public init(contentsOf url: URL) throws {
         let text: String
-        do throws(DatasetProblem) {
-            guard let decoded = String(data: try readFile(url, limit: Self.maxYAMLBytes), encoding: .utf8) else {
-                throw DatasetProblem("not UTF-8 text")
-            }
-            text = decoded
+        do {
+            text = try readText(url, limit: Self.maxYAMLBytes)
         } catch {
             throw DatasetError.unreadable(path: url.path, reason: error.reason)
         }
@@ -120,15 +120,14 @@ public struct Dataset: Sendable, Equatable {
         self.names = names
 
         let folder = url.deletingLastPathComponent()
-        switch data["path"] {
-        case let node? where node.kind != .str:
+        if let node = data["path"], node.kind != .str {
             throw invalid("path", "must be a string, not \(describe(node))")
-        case let node? where !(node.string ?? "").isEmpty:
-            let path = node.string!
+        }
+        if let path = data["path"]?.string, !path.isEmpty {
             let relative = URL(fileURLWithPath: path)
             root = path.hasPrefix("/") || FileManager.default.fileExists(atPath: relative.path)
                 ? relative.standardizedFileURL : folder.appendingPathComponent(path).standardizedFileURL
-        default:
+        } else {
             root = folder.standardizedFileURL
         }
         var splits = [String: [URL]]()
@@ -179,9 +178,9 @@ public struct Dataset: Sendable, Equatable {
             } else if source.pathExtension.lowercased() == "txt" {
                 let text: String
                 do {
-                    text = try String(contentsOf: source, encoding: .utf8)
+                    text = try readText(source, limit: Self.maxImageListBytes)
                 } catch {
-                    throw DatasetError.unreadable(path: source.path, reason: (error as NSError).localizedDescription)
+                    throw DatasetError.unreadable(path: source.path, reason: error.reason)
                 }
                 let parent = source.deletingLastPathComponent().path + "/"
                 for line in text.split(whereSeparator: \.isNewline) {
@@ -297,13 +296,12 @@ func checkImageLabel(_ file: URL, classCount: Int, maxPixels: Int) -> LabelCheck
         return labeled([], .missing)
     }
     do throws(DatasetProblem) {
-        let data: Data
+        let text: String
         do {
-            data = try readFile(labelURL, limit: Dataset.maxLabelFileBytes)
+            text = try readText(labelURL, limit: Dataset.maxLabelFileBytes)
         } catch {
             throw DatasetProblem("\(labelURL.path): \(error.reason)")
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw DatasetProblem("\(labelURL.path) is not UTF-8 text") }
         let (rows, duplicates) = try labelRows(text, classCount: classCount)
         guard !rows.isEmpty else { return labeled([], .empty) }
         return labeled(rows, .found, duplicates > 0 ? "\(file.path): \(duplicates) duplicate labels removed" : nil)
@@ -325,12 +323,13 @@ package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -
             return value
         }
     }
-    var rows: [[Float]]
+    var rows: [[Float]], polygons = [[Float]]()
     if lines.contains(where: { $0.count > 6 }) {
         // Polygons: each row becomes the box around its points.
         guard !lines.contains(where: { $0.count == 5 }) else { throw DatasetProblem("labels mix segment and detection rows") }
         rows = try lines.map { line throws(DatasetProblem) in
             let values = try numbers(line)
+            polygons.append(values)
             let points = values.dropFirst()
             guard points.count % 2 == 0 else {
                 throw DatasetProblem("a polygon row has an odd number (\(points.count)) of coordinates")
@@ -371,7 +370,16 @@ package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -
     }
     let unique = Set(rows)
     guard unique.count < rows.count else { return (rows, 0) }
-    return (unique.sorted { $0.lexicographicallyPrecedes($1) }, rows.count - unique.count)
+    guard !polygons.isEmpty else { return (unique.sorted { $0.lexicographicallyPrecedes($1) }, rows.count - unique.count) }
+    // Distinct polygons may share a class and box: Ultralytics then keeps the first of each
+    // polygon, ordered by its float32 bytes (`np.unique` of `class.tobytes() + segment.tobytes()`).
+    var first = [[UInt8]: Int]()
+    for (index, polygon) in polygons.enumerated() {
+        let bytes = polygon.flatMap { withUnsafeBytes(of: $0.bitPattern.littleEndian, Array.init) }
+        if first[bytes] == nil { first[bytes] = index }
+    }
+    guard first.count < rows.count else { return (rows, 0) }
+    return (first.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { rows[$0.value] }, rows.count - first.count)
 }
 
 /// At most 10 values of a list for a message, as NumPy shortens long arrays: "[1.5, 2.0]",
@@ -380,9 +388,10 @@ private func excerpt<T>(_ values: [T]) -> String {
     values.count <= 10 ? "\(values)" : "\(Array(values.prefix(10))) … (\(values.count) values)"
 }
 
-/// Up to `limit` bytes of a file; throws why it cannot be read, or is longer (special files such
-/// as /dev/zero included, whose size the file system does not give).
-func readFile(_ url: URL, limit: Int) throws(DatasetProblem) -> Data {
+/// The UTF-8 text of a file of at most `limit` bytes; throws why it cannot be read, is longer
+/// (special files such as /dev/zero included, whose size the file system does not give) or is
+/// no UTF-8.
+func readText(_ url: URL, limit: Int) throws(DatasetProblem) -> String {
     let data: Data
     do {
         let handle = try FileHandle(forReadingFrom: url)
@@ -392,7 +401,8 @@ func readFile(_ url: URL, limit: Int) throws(DatasetProblem) -> Data {
         throw DatasetProblem((error as NSError).localizedDescription)
     }
     guard data.count <= limit else { throw DatasetProblem("larger than \(limit) bytes") }
-    return data
+    guard let text = String(data: data, encoding: .utf8) else { throw DatasetProblem("not UTF-8 text") }
+    return text
 }
 
 /// Why a label file or a dataset file is unusable, as its message.

@@ -238,6 +238,19 @@ final class DatasetTests: XCTestCase {
         }
     }
 
+    /// Distinct polygons that share a class and box are no duplicates: Ultralytics 8.4.190 keeps
+    /// them, and orders what it keeps by the polygons' float32 bytes (class 2 before class 1).
+    /// Python reference: `verify_image_label`'s `np.unique` steps on these rows give classes [2, 1, 1].
+    func testDistinctPolygonsSharingABoxAreKept() throws {
+        let rows = ["1 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3", "2 0.5 0.5 0.7 0.5 0.7 0.7", "1 0.1 0.1 0.3 0.1 0.1 0.3 0.3 0.3"]
+        let (kept, removed) = try labelRows((rows + [rows[1]]).joined(separator: "\n"), classCount: 3)
+        XCTAssertEqual(kept.map { $0[0] }, [2, 1, 1])
+        XCTAssertEqual(removed, 1)
+        let (all, none) = try labelRows(rows.joined(separator: "\n"), classCount: 3)
+        XCTAssertEqual(all.map { $0[0] }, [1, 2, 1], "no polygon repeated: the file's order")
+        XCTAssertEqual(none, 0)
+    }
+
     /// A "billion laughs" data YAML (~600 bytes standing for 387 million strings, hours to hash
     /// as a key and gigabytes to expand) is refused at once; the tracker YAML shares the reader.
     func testAliasBombRefusedQuickly() throws {
@@ -261,7 +274,7 @@ final class DatasetTests: XCTestCase {
 
     /// Class counts and names beyond `Dataset.maxClasses` or no whole number are errors naming
     /// the value, not a billion-entry table or a trap (nc 1e300 or .inf, a base-60 int Yams would
-    /// overflow, names that are lists).
+    /// overflow, names that are lists); files that never end are read no further than a bound.
     func testAbsurdClassCountsAndNames() throws {
         func reason(_ yaml: String, key: String) -> String {
             guard case .invalidValue(_, key, let reason)? = error("val: images\n" + yaml) else { return "no \(key) error" }
@@ -287,6 +300,11 @@ final class DatasetTests: XCTestCase {
         // A data YAML that never ends is refused after its first MiB.
         XCTAssertThrowsError(try Dataset(contentsOf: URL(fileURLWithPath: "/dev/zero"))) { error in
             XCTAssertEqual(error as? DatasetError, .unreadable(path: "/dev/zero", reason: "larger than 1048576 bytes"))
+        }
+        // So is a list of images that never ends, after 256 MiB.
+        try FileManager.default.createSymbolicLink(atPath: scratch.appendingPathComponent("zero.txt").path, withDestinationPath: "/dev/zero")
+        XCTAssertThrowsError(try Dataset(contentsOf: write("val: zero.txt\nnames: [a]\n", "zero.yaml")).imageFiles(split: "val")) {
+            guard case .unreadable(_, "larger than 268435456 bytes")? = $0 as? DatasetError else { return XCTFail("\($0)") }
         }
     }
 
