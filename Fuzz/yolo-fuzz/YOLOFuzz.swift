@@ -16,11 +16,13 @@ enum FuzzTarget: String {
     case jpeg
     /// `Image(data:)` on inputs with a PNG signature.
     case png
+    /// The text as a data YAML (`Dataset`), as a tracker YAML and as a label file's lines.
+    case data
 
     static let selected: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["YOLO_FUZZ_TARGET"] ?? ""
         guard let target = FuzzTarget(rawValue: name) else {
-            fatalError("set YOLO_FUZZ_TARGET to weights, pt, jpeg or png (got '\(name)')")
+            fatalError("set YOLO_FUZZ_TARGET to weights, pt, jpeg, png or data (got '\(name)')")
         }
         return target
     }()
@@ -44,6 +46,18 @@ func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
         case .png:
             guard data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { return -1 }
             _ = try Image(data: data)
+        case .data:
+            guard let text = String(data: data, encoding: .utf8) else { return -1 }
+            // Each reader gets the text: one's error must not keep the others from it.
+            for parse in [{ _ = try Dataset(yaml: text, url: URL(fileURLWithPath: "/nonexistent/fuzz.yaml")) },
+                          { _ = try TrackerConfiguration(yaml: text) },
+                          { _ = try labelRows(text, classCount: 80) }] as [() throws -> Void] {
+                do {
+                    try parse()
+                } catch let error as LocalizedError where !(error.errorDescription ?? "").isEmpty {
+                    continue
+                }
+            }
         }
     } catch let error as LocalizedError where !(error.errorDescription ?? "").isEmpty {
         return 0
