@@ -57,7 +57,7 @@ public struct Dataset: Sendable, Equatable {
         func invalid(_ key: String, _ reason: String) -> DatasetError { .invalidValue(path: url.path, key: key, reason: reason) }
         func describe(_ node: Node) -> String {
             switch node {
-            case let .scalar(scalar): "'\(scalar.string)'"
+            case let .scalar(scalar): quoted(scalar.string)
             case .sequence: "a list"
             case .mapping: "a mapping"
             case .alias: "an alias"
@@ -92,7 +92,7 @@ public struct Dataset: Sendable, Equatable {
                 throw invalid("names", "a \(indices.count)-class dataset needs class indices 0-\(indices.count - 1), not "
                     + indices.prefix(20).map(String.init).joined(separator: ", ") + (indices.count > 20 ? ", …" : ""))
             }
-            names = indices.map { byIndex[$0]! }
+            names = byIndex.sorted { $0.key < $1.key }.map(\.value)
         case nil:
             names = []
         case let node?:
@@ -319,7 +319,7 @@ package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -
     guard !lines.isEmpty else { return ([], 0) }
     func numbers(_ fields: [Substring]) throws(DatasetProblem) -> [Float] {
         try fields.map { field throws(DatasetProblem) in
-            guard let value = Float(field) else { throw DatasetProblem("could not convert string to float: '\(field)'") }
+            guard let value = Float(field) else { throw DatasetProblem("could not convert string to float: \(quoted(field))") }
             return value
         }
     }
@@ -380,6 +380,11 @@ package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -
     }
     guard first.count < rows.count else { return (rows, 0) }
     return (first.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { rows[$0.value] }, rows.count - first.count)
+}
+
+/// A value quoted for a message, cut after 60 characters.
+private func quoted(_ text: some StringProtocol) -> String {
+    "'" + (text.count > 60 ? String(text.prefix(60)) + "…" : String(text)) + "'"
 }
 
 /// At most 10 values of a list for a message, as NumPy shortens long arrays: "[1.5, 2.0]",

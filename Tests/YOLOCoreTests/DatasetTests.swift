@@ -212,6 +212,8 @@ final class DatasetTests: XCTestCase {
             ("odd", "0 0.1 0.1 0.2 0.1 0.2 0.2\n1 0.5 0.5 0.5\n", "a polygon row has an odd number (3) of coordinates"),
             ("wide", "0 0.5 0.5 0.2 0.2\n" + Array(repeating: "0.5", count: 1001).joined(separator: " "),
              "labels mix segment and detection rows"),
+            ("long", "0 " + String(repeating: "9", count: 100_000) + "x 0.5 0.2 0.2\n",
+             "could not convert string to float: '\(String(repeating: "9", count: 60))…'"),
             ("ragged", (1...12).map { Array(repeating: "0", count: $0 % 3 + 1).joined(separator: " ") }.joined(separator: "\n"),
              "rows have different numbers of columns: [2, 3, 1, 2, 3, 1, 2, 3, 1, 2] … (12 values)"),
             ("endless", nil, "labels/endless.txt: larger than \(Dataset.maxLabelFileBytes) bytes"),
@@ -287,6 +289,8 @@ final class DatasetTests: XCTestCase {
             XCTAssertEqual(reason("nc: \(value)\n", key: "nc"), "must be an integer, not '\(value)'")
         }
         XCTAssertEqual(reason("nc: [1]\n", key: "nc"), "must be an integer, not a list")
+        XCTAssertEqual(reason("nc: \(String(repeating: "x", count: 100_000))\n", key: "nc"),
+                       "must be an integer, not '\(String(repeating: "x", count: 60))…'", "long values cut")
         XCTAssertEqual(try Dataset(contentsOf: write("val: images\nnc: '3'\n", "three.yaml")).names.count, 3)
         let many = "names: [" + Array(repeating: "x", count: Dataset.maxClasses + 1).joined(separator: ",") + "]\n"
         XCTAssertEqual(reason(many, key: "names"), "100001 names, more than the 100000 classes a dataset may have")
