@@ -314,59 +314,72 @@ func checkImageLabel(_ file: URL, classCount: Int, maxPixels: Int) -> LabelCheck
 /// `checkImageLabel`), duplicates removed (then sorted, as `np.unique` leaves them), and how many
 /// were; throws the reason the file is corrupt.
 package func labelRows(_ text: String, classCount: Int) throws(DatasetProblem) -> (rows: [[Float]], duplicates: Int) {
-    let lines = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isNewline)
-        .map { $0.split(whereSeparator: \.isWhitespace) }.filter { !$0.isEmpty }
+    // Each non-blank line's fields with its number in the file, for messages.
+    let lines = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        .enumerated().map { (number: $0.offset + 1, fields: $0.element.split(whereSeparator: \.isWhitespace)) }
+        .filter { !$0.fields.isEmpty }
     guard !lines.isEmpty else { return ([], 0) }
-    func numbers(_ fields: [Substring]) throws(DatasetProblem) -> [Float] {
-        try fields.map { field throws(DatasetProblem) in
-            guard let value = Float(field) else { throw DatasetProblem("could not convert string to float: \(quoted(field))") }
+    // Ultralytics' message, then the line it is about.
+    func problem(_ message: String, line index: Int?) -> DatasetProblem {
+        DatasetProblem(message + (index.map { " (line \(lines[$0].number))" } ?? ""))
+    }
+    func numbers(_ index: Int) throws(DatasetProblem) -> [Float] {
+        try lines[index].fields.map { field throws(DatasetProblem) in
+            guard let value = Float(field) else { throw problem("could not convert string to float: \(quoted(field))", line: index) }
             return value
         }
     }
     var rows: [[Float]], polygons = [[Float]]()
-    if lines.contains(where: { $0.count > 6 }) {
+    if lines.contains(where: { $0.fields.count > 6 }) {
         // Polygons: each row becomes the box around its points.
-        guard !lines.contains(where: { $0.count == 5 }) else { throw DatasetProblem("labels mix segment and detection rows") }
-        rows = try lines.map { line throws(DatasetProblem) in
-            let values = try numbers(line)
+        if let mixed = lines.firstIndex(where: { $0.fields.count == 5 }) {
+            throw problem("labels mix segment and detection rows", line: mixed)
+        }
+        rows = try lines.indices.map { index throws(DatasetProblem) in
+            let values = try numbers(index)
             polygons.append(values)
             let points = values.dropFirst()
             guard points.count % 2 == 0 else {
-                throw DatasetProblem("a polygon row has an odd number (\(points.count)) of coordinates")
+                throw problem("a polygon row has an odd number (\(points.count)) of coordinates", line: index)
             }
             let xs = stride(from: 1, to: values.count, by: 2).map { values[$0] }
             let ys = stride(from: 2, to: values.count, by: 2).map { values[$0] }
             guard let x1 = xs.min(), let y1 = ys.min(), let x2 = xs.max(), let y2 = ys.max() else {
-                throw DatasetProblem("a polygon row has a class and no points")
+                throw problem("a polygon row has a class and no points", line: index)
             }
             return [values[0], (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]
         }
     } else {
-        guard Set(lines.map(\.count)).count == 1 else {
-            throw DatasetProblem("rows have different numbers of columns: " + excerpt(lines.map(\.count)))
+        if let ragged = lines.firstIndex(where: { $0.fields.count != lines[0].fields.count }) {
+            throw problem("rows have different numbers of columns: " + excerpt(lines.map(\.fields.count)), line: ragged)
         }
-        rows = try lines.map(numbers)
-        guard rows[0].count == 5 else { throw DatasetProblem("labels require 5 columns, \(rows[0].count) columns detected") }
+        rows = try lines.indices.map(numbers)
+        guard rows[0].count == 5 else { throw problem("labels require 5 columns, \(rows[0].count) columns detected", line: 0) }
     }
+    func firstRow(where bad: ([Float]) -> Bool) -> Int? { rows.firstIndex(where: bad) }
     // NaN fails every check below as it fails NumPy's: it is no number ≤ 1.01, its minimum is
     // NaN, and NaN % 1 is no 0.
-    let points = rows.flatMap { $0.dropFirst() }
-    let outside = points.filter { !($0 <= 1.01) }
-    guard outside.isEmpty else { throw DatasetProblem("non-normalized or out of bounds coordinates \(excerpt(outside))") }
+    let outside = rows.flatMap { $0.dropFirst() }.filter { !($0 <= 1.01) }
+    guard outside.isEmpty else {
+        throw problem("non-normalized or out of bounds coordinates \(excerpt(outside))",
+                      line: firstRow { $0.dropFirst().contains { !($0 <= 1.01) } })
+    }
     let all = rows.flatMap { $0 }
     let lowest = all.contains { $0.isNaN } ? .nan : all.reduce(.infinity, min)
     let smallestSize = rows.map { min($0[3], $0[4]) }.reduce(.infinity, min)
     guard lowest >= 0 || (lowest >= -0.01 && smallestSize >= 0) else {
-        throw DatasetProblem("negative label values \(excerpt(all.filter { $0 < 0 }))")
+        throw problem("negative label values \(excerpt(all.filter { $0 < 0 }))", line: firstRow { $0.contains { !($0 >= 0) } })
     }
     // Python's `c % 1 == 0`: whole and finite.
-    let classes = rows.map { $0[0] }
-    let fractional = classes.filter { !($0.isFinite && $0 == $0.rounded(.down)) }
-    guard fractional.isEmpty else { throw DatasetProblem("non-integer class labels \(excerpt(fractional))") }
-    let largest = classes.reduce(0, max)
+    func whole(_ c: Float) -> Bool { c.isFinite && c == c.rounded(.down) }
+    let fractional = rows.map { $0[0] }.filter { !whole($0) }
+    guard fractional.isEmpty else {
+        throw problem("non-integer class labels \(excerpt(fractional))", line: firstRow { !whole($0[0]) })
+    }
+    let largest = rows.map { $0[0] }.reduce(0, max)
     guard largest < Float(classCount) else {
-        throw DatasetProblem("Label class \(Int(exactly: largest).map(String.init) ?? "\(largest)") exceeds dataset class count "
-                             + "\(classCount). Possible class labels are 0-\(classCount - 1)")
+        throw problem("Label class \(Int(exactly: largest).map(String.init) ?? "\(largest)") exceeds dataset class count "
+                      + "\(classCount). Possible class labels are 0-\(classCount - 1)", line: firstRow { $0[0] == largest })
     }
     let unique = Set(rows)
     guard unique.count < rows.count else { return (rows, 0) }

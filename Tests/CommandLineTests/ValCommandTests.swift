@@ -83,7 +83,7 @@ final class ValCommandTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("val: val split of hostile.yaml: 4 images, 0 backgrounds, 3 corrupt"), result.stdout)
         for (name, reason) in [("huge", "Label class 1e+30 exceeds dataset class count 80"), ("inf", "non-integer class labels [inf]"),
-                               ("polygon", "a polygon row has a class and no points")] {
+                               ("polygon", "a polygon row has a class and no points (line 2)")] {
             XCTAssertTrue(result.stderr.contains("WARNING ⚠️ \(images.path)/\(name).jpg: ignoring corrupt image/label: \(reason)"),
                           result.stderr)
         }

@@ -199,23 +199,23 @@ final class DatasetTests: XCTestCase {
     /// Hostile label values are corrupt labels, as Ultralytics' `verify_image_label` finds them,
     /// never a trap: classes inf, 1e30 (once a Float → Int conversion in the message), NaN and
     /// -inf; a polygon beside a row with no points (once `min()!` on no coordinates); a label file
-    /// that never ends. A folder in a label's place is no label, as `os.path.isfile` has it.
+    /// that never ends. Messages end with the line they are about. A folder in a label's place is no label, as `os.path.isfile` has it.
     func testHostileLabelValuesAreCorrupt() throws {
         let labels: [(String, String?, String)] = [
-            ("inf", "inf 0.5 0.5 0.2 0.2\n", "non-integer class labels [inf]"),
-            ("huge", "1e30 0.5 0.5 0.2 0.2\n", "Label class 1e+30 exceeds dataset class count 2. Possible class labels are 0-1"),
+            ("inf", "inf 0.5 0.5 0.2 0.2\n", "non-integer class labels [inf] (line 1)"),
+            ("huge", "1e30 0.5 0.5 0.2 0.2\n", "Label class 1e+30 exceeds dataset class count 2. Possible class labels are 0-1 (line 1)"),
             ("big", "3000000000 0.5 0.5 0.2 0.2\n", "Label class 3000000000 exceeds dataset class count 2."),
-            ("nan", "nan 0.5 0.5 0.2 0.2\n", "negative label values []"),
-            ("neginf", "-inf 0.5 0.5 0.2 0.2\n", "negative label values [-inf]"),
-            ("nanxy", "0 nan 0.5 0.2 0.2\n", "non-normalized or out of bounds coordinates [nan]"),
-            ("pointless", "0 0.1 0.1 0.2 0.1 0.2 0.2\n\n1\n", "a polygon row has a class and no points"),
-            ("odd", "0 0.1 0.1 0.2 0.1 0.2 0.2\n1 0.5 0.5 0.5\n", "a polygon row has an odd number (3) of coordinates"),
+            ("nan", "nan 0.5 0.5 0.2 0.2\n", "negative label values [] (line 1)"),
+            ("neginf", "-inf 0.5 0.5 0.2 0.2\n", "negative label values [-inf] (line 1)"),
+            ("nanxy", "0 nan 0.5 0.2 0.2\n", "non-normalized or out of bounds coordinates [nan] (line 1)"),
+            ("pointless", "0 0.1 0.1 0.2 0.1 0.2 0.2\n\n1\n", "a polygon row has a class and no points (line 3)"),
+            ("odd", "0 0.1 0.1 0.2 0.1 0.2 0.2\n1 0.5 0.5 0.5\n", "a polygon row has an odd number (3) of coordinates (line 2)"),
             ("wide", "0 0.5 0.5 0.2 0.2\n" + Array(repeating: "0.5", count: 1001).joined(separator: " "),
-             "labels mix segment and detection rows"),
+             "labels mix segment and detection rows (line 1)"),
             ("long", "0 " + String(repeating: "9", count: 100_000) + "x 0.5 0.2 0.2\n",
-             "could not convert string to float: '\(String(repeating: "9", count: 60))…'"),
+             "could not convert string to float: '\(String(repeating: "9", count: 60))…' (line 1)"),
             ("ragged", (1...12).map { Array(repeating: "0", count: $0 % 3 + 1).joined(separator: " ") }.joined(separator: "\n"),
-             "rows have different numbers of columns: [2, 3, 1, 2, 3, 1, 2, 3, 1, 2] … (12 values)"),
+             "rows have different numbers of columns: [2, 3, 1, 2, 3, 1, 2, 3, 1, 2] … (12 values) (line 2)"),
             ("endless", nil, "labels/endless.txt: larger than \(Dataset.maxLabelFileBytes) bytes"),
         ]
         let images = scratch.appendingPathComponent("hostile/images")
