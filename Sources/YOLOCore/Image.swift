@@ -93,8 +93,9 @@ public struct Image: Sendable, Equatable {
             try data.write(to: url, options: .atomic)
         } catch {
             // Foundation's own text is "error 512"; the system's error under it says why.
-            let cause = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-            throw ImageError.writeFailed(file: url.path, reason: (cause ?? error as NSError).localizedDescription)
+            let cause = (error as NSError).userInfo[NSUnderlyingErrorKey] as? POSIXError
+            throw ImageError.writeFailed(file: url.path, reason: cause.map { String(cString: strerror($0.code.rawValue)) }
+                                         ?? error.localizedDescription)
         }
     }
 

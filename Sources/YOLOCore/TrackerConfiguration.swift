@@ -61,9 +61,9 @@ public struct TrackerConfiguration: Sendable, Equatable {
             }
             let text: String
             do {
-                text = try String(contentsOfFile: name, encoding: .utf8)
+                text = try readText(URL(fileURLWithPath: name), limit: Dataset.maxYAMLBytes)
             } catch {
-                throw TrackerConfigurationError.unreadable(source: name, reason: error.localizedDescription)
+                throw TrackerConfigurationError.unreadable(source: name, reason: error.reason)
             }
             try self.init(yaml: text, source: name)
         }

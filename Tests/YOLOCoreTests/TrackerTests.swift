@@ -245,6 +245,10 @@ final class TrackerTests: XCTestCase {
         XCTAssertThrowsError(try TrackerConfiguration(named: "/nonexistent/tracker.yaml")) { error in
             guard case .unreadable(source: "/nonexistent/tracker.yaml", _)? = error as? E else { return XCTFail("\(error)") }
         }
+        // A file that never ends is refused after its first MiB, as a data YAML is.
+        XCTAssertThrowsError(try TrackerConfiguration(named: "/dev/zero")) { error in
+            XCTAssertEqual(error as? E, .unreadable(source: "/dev/zero", reason: "larger than \(Dataset.maxYAMLBytes) bytes"))
+        }
         let message = E.outOfRange(source: "t.yaml", key: "match_thresh", value: "1.5", allowed: "0…1").localizedDescription
         XCTAssertEqual(message, "tracker configuration t.yaml: match_thresh = 1.5 is out of range: must be 0…1")
     }
