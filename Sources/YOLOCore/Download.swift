@@ -156,16 +156,6 @@ enum ModelCache {
         return seconds
     }
 
-    /// The environment variable `name` read by `parse`, nil when unset or empty; a value `parse`
-    /// rejects is a configuration error saying it must be `requirement`.
-    static func environment<T>(_ name: String, _ requirement: String, _ parse: (String) -> T?) throws -> T? {
-        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return nil }
-        guard let value = parse(text) else {
-            throw YOLOError.invalidConfiguration(field: name, value: text, reason: "must be \(requirement)")
-        }
-        return value
-    }
-
     static func digest(of file: URL) throws -> String {
         SHA256.hexDigest(try Data(contentsOf: file, options: .alwaysMapped))
     }

@@ -236,12 +236,9 @@ final class VideoDecoder: Sendable {
 
     /// Seconds a stream may send nothing before its read fails: `YOLO_STREAM_TIMEOUT`, else 10.
     static func streamTimeout() throws -> Double {
-        guard let text = ProcessInfo.processInfo.environment["YOLO_STREAM_TIMEOUT"], !text.isEmpty else { return 10 }
-        guard let seconds = Double(text), seconds >= 0.001, seconds <= 3600 else {
-            throw YOLOError.invalidConfiguration(field: "YOLO_STREAM_TIMEOUT", value: text,
-                                                 reason: "must be a number of seconds in [0.001, 3600]")
-        }
-        return seconds
+        try environment("YOLO_STREAM_TIMEOUT", "a number of seconds in [0.001, 3600]") {
+            Double($0).flatMap { $0 >= 0.001 && $0 <= 3600 ? $0 : nil }
+        } ?? 10
     }
 
     /// Runs a short-lived tool to its end: its status, stdout (up to 64 KB) and stderr's tail.

@@ -21,10 +21,7 @@ struct Dump: ParsableCommand {
 
     func run() throws {
         do {
-            // The file is written by rename, which would replace a device node or a FIFO.
-            if let kind = MediaFiles.irregularKind(atPath: output) {
-                throw CommandFailure(message: "cannot write \(output): it is \(kind), not a regular file")
-            }
+            try checkRegularOutput(output)
             let net = try Model(contentsOf: ModelLocator.url(for: model))
             let source = try SafeTensorsFile(contentsOf: URL(fileURLWithPath: input))
             var tensors = [String: Tensor]()

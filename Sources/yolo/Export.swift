@@ -40,10 +40,7 @@ struct Export: ParsableCommand {
             guard destination.standardizedFileURL.path != input.standardizedFileURL.path else {
                 throw CommandFailure(message: "\(destination.path) is the model itself; choose another file with -o")
             }
-            // The file is written by rename, which would replace a device node or a FIFO.
-            if let kind = MediaFiles.irregularKind(atPath: destination.path) {
-                throw CommandFailure(message: "cannot write \(destination.path): it is \(kind), not a regular file")
-            }
+            try checkRegularOutput(destination.path)
             let file = try SafeTensorsFile(contentsOf: input)
             // The file is written only if it makes the same network.
             let built = try Model(file: file)

@@ -1,4 +1,5 @@
 import Foundation
+import YOLOCore
 
 /// project/name, or project/name2, name3, … if taken (Ultralytics `increment_path`). The project
 /// path is resolved once (`.`, `..`, trailing slashes; relative to the current directory) and
@@ -26,5 +27,13 @@ func makeRunDirectory(project: String, name: String) throws -> URL {
         if mkdir(candidate.path, 0o755) == 0 { return candidate }
         guard errno == EEXIST else { throw failure(folder) }
         n += 1
+    }
+}
+
+/// Refuses an output path that exists and is not a regular file: safetensors files are written
+/// by rename, which would replace a device node or a FIFO.
+func checkRegularOutput(_ path: String) throws {
+    if let kind = MediaFiles.irregularKind(atPath: path) {
+        throw CommandFailure(message: "cannot write \(path): it is \(kind), not a regular file")
     }
 }
