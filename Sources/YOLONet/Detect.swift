@@ -65,8 +65,9 @@ struct Detect: Head {
     let strides: [Int]
 
     /// A head row: [nc, …] with the task's numbers (Segment: masks, prototype channels; OBB:
-    /// extra parameters; Pose reads `kpt_shape`). `v10Detect` has a 16-bin DFL and the
-    /// depthwise class branch whatever the model's `reg_max` and legacy rule.
+    /// extra parameters; Pose reads `kpt_shape`). The weight file's `end2end` picks the branch
+    /// that runs. `v10Detect` has a 16-bin DFL, the depthwise class branch and both branches
+    /// whatever the model's `reg_max`, legacy rule and `end2end`.
     init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
         let nc: Int, module = spec.row.module
         switch spec.args.first {
@@ -99,7 +100,7 @@ struct Detect: Head {
         let v10 = module == "v10Detect"
         try self.init(&w, spec.prefix, nc: nc, regMax: v10 ? 16 : spec.architecture.regMax,
                       endToEnd: spec.architecture.endToEnd, legacy: spec.legacy && !v10, kind: kind, yolo26: yolo26,
-                      channels: spec.inputChannels, strides: spec.inputStrides)
+                      bothBranches: v10, channels: spec.inputChannels, strides: spec.inputStrides)
     }
 
     var task: ModelTask { kind.task }
@@ -116,7 +117,7 @@ struct Detect: Head {
     }
 
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
-         kind: HeadKind, yolo26: Bool, channels: [Int], strides: [Int]) throws {
+         kind: HeadKind, yolo26: Bool, bothBranches: Bool, channels: [Int], strides: [Int]) throws {
         (self.nc, self.regMax, self.endToEnd, self.kind, self.yolo26, self.strides) = (nc, regMax, endToEnd, kind, yolo26, strides)
         let c2 = max(16, channels[0] / 4, regMax * 4), c3 = max(channels[0], min(nc, 100))
         /// Conv 3×3 c → hidden, Conv 3×3, Conv2d 1×1 → out (named `last`, else `q.2`).
@@ -152,11 +153,11 @@ struct Detect: Head {
             return (box, cls, extra)
         }
         // The inference head is the one-to-one branch of end-to-end models, the one-to-many
-        // branch otherwise. The other, present in unfused checkpoints, is bound (so its shapes
-        // are checked) and dropped.
+        // branch otherwise. The other, present in unfused checkpoints of end-to-end models and
+        // always in YOLOv10's (`bothBranches`), is bound (so its shapes are checked) and dropped.
         let (used, other) = endToEnd ? ("one2one_", "") : ("", "one2one_")
         (box, cls, extra) = try branches(used)
-        if w.contains(prefix: "\(p).\(other)cv2") { _ = try branches(other) }
+        if (endToEnd || bothBranches) && w.contains(prefix: "\(p).\(other)cv2") { _ = try branches(other) }
         w.discard(prefix: p + ".flow_model")
         switch kind {
         case .segment(let masks, let protoChannels) where yolo26:
