@@ -4,11 +4,11 @@ import Tensor
 /// What a head adds per anchor to Detect's boxes and classes.
 enum HeadKind: Sendable, Equatable {
     case detect
-    /// Segment26: mask coefficients per anchor, and prototype masks from Proto26.
+    /// Segment, Segment26: mask coefficients per anchor, and prototype masks from Proto or Proto26.
     case segment(masks: Int, protoChannels: Int)
-    /// Pose26: `keypoints` × `dims` values per anchor (x, y[, visibility]).
+    /// Pose, Pose26: `keypoints` × `dims` values per anchor (x, y[, visibility]).
     case pose(keypoints: Int, dims: Int)
-    /// OBB26: `extras` angle values per anchor (radians, unbounded).
+    /// OBB, OBB26: `extras` angle values per anchor (radians).
     case obb(extras: Int)
 
     /// Values per anchor after the box and the class scores.
@@ -41,24 +41,33 @@ enum HeadKind: Sendable, Equatable {
     }
 }
 
-/// Ultralytics `Detect` and its YOLO26 task heads (`Segment26`, `Pose26`, `OBB26`): per level a
-/// box branch (Conv 3×3, Conv 3×3, Conv2d 1×1 → 4·regMax), a class branch (DWConv 3×3, Conv 1×1,
-/// twice, then Conv2d 1×1 → nc; or Conv 3×3 twice in legacy models) and the task's extra
-/// branch, decoded against anchor centres. YOLO26: regMax 1 and an end-to-end top-k; YOLO11:
-/// a 16-bin DFL and the dense output that NMS consumes.
+/// Ultralytics `Detect` and its task heads (`Segment`, `Pose`, `OBB`, their YOLO26 forms
+/// `Segment26`, `Pose26`, `OBB26`, and YOLOv10's `v10Detect`): per level a box branch (Conv 3×3,
+/// Conv 3×3, Conv2d 1×1 → 4·regMax), a class branch (DWConv 3×3, Conv 1×1, twice, then Conv2d
+/// 1×1 → nc; or Conv 3×3 twice in legacy models) and the task's extra branch, decoded against
+/// anchor centres. End-to-end heads (YOLO26, YOLOv10) rank a top-k of their one-to-one branch;
+/// the others give the dense output that NMS consumes. regMax 1 (YOLO26) reads distances
+/// directly, 16 a DFL.
 struct Detect: Head {
     let nc: Int, regMax: Int
     let endToEnd: Bool
     let kind: HeadKind
+    /// The YOLO26 task heads: Pose26's keypoint conv apart and keypoints as offsets from the
+    /// anchor centre, OBB26's angle as the conv gives it, Proto26. Otherwise Ultralytics'
+    /// earlier heads: keypoints as 2·offsets from the cell corner, the angle a sigmoid mapped
+    /// onto [−π/4, 3π/4], Proto on the first level.
+    let yolo26: Bool
     let box: [[Conv]], cls: [[Conv]], extra: [[Conv]]
-    let proto: Proto26?
+    let proto: (any PrototypeBranch)?
     /// DFL bin weights (0, 1, …, regMax − 1 in every Ultralytics model).
     let dfl: [Float]
     /// Each level's input-to-map size ratio.
     let strides: [Int]
 
-    /// A `Detect`, `Segment26`, `Pose26` or `OBB26` row: [nc, …] with the task's numbers
-    /// (Segment26: masks, prototype channels; OBB26: extra parameters; Pose26 reads `kpt_shape`).
+    /// A head row: [nc, …] with the task's numbers (Segment: masks, prototype channels; OBB:
+    /// extra parameters; Pose reads `kpt_shape`). The weight file's `end2end` picks the branch
+    /// that runs. `v10Detect` has a 16-bin DFL, the depthwise class branch and both branches
+    /// whatever the model's `reg_max`, legacy rule and `end2end`.
     init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
         let nc: Int, module = spec.row.module
         switch spec.args.first {
@@ -67,29 +76,31 @@ struct Detect: Head {
         }
         guard spec.isLast else { throw spec.fail("the \(module) head must be the last layer") }
         guard spec.from.allSatisfy({ $0 >= 0 }) else { throw spec.fail("\(module) reads layer outputs, not the input") }
-        let kind: HeadKind
+        let kind: HeadKind, yolo26 = module.hasSuffix("26")
         switch module {
-        case "Segment26":
+        case "Segment", "Segment26":
             let masks = try spec.int(1, "masks", default: 32)
             let protos = spec.scaled(try spec.int(2, "prototype channels", default: 256))
             // Proto26 upsamples level i by 2^i onto level 0.
-            guard spec.inputStrides.enumerated().allSatisfy({ $1 == spec.inputStrides[0] << $0 }) else {
+            guard !yolo26 || spec.inputStrides.enumerated().allSatisfy({ $1 == spec.inputStrides[0] << $0 }) else {
                 throw spec.fail("Segment26 needs levels whose strides double, got \(spec.inputStrides)")
             }
             kind = .segment(masks: masks, protoChannels: protos)
-        case "Pose26":
+        case "Pose", "Pose26":
             let shape = spec.architecture.kptShape
             guard let shape, shape.count == 2, (1...1024).contains(shape[0]), (2...3).contains(shape[1]) else {
-                throw spec.fail("Pose26 needs kpt_shape [keypoints, 2 or 3], got \(shape.map { "\($0)" } ?? "none")")
+                throw spec.fail("\(module) needs kpt_shape [keypoints, 2 or 3], got \(shape.map { "\($0)" } ?? "none")")
             }
             kind = .pose(keypoints: shape[0], dims: shape[1])
-        case "OBB26":
+        case "OBB", "OBB26":
             kind = .obb(extras: try spec.int(1, "extra parameters", default: 1))
         default:
             kind = .detect
         }
-        try self.init(&w, spec.prefix, nc: nc, regMax: spec.architecture.regMax, endToEnd: spec.architecture.endToEnd,
-                      legacy: spec.legacy, kind: kind, channels: spec.inputChannels, strides: spec.inputStrides)
+        let v10 = module == "v10Detect"
+        try self.init(&w, spec.prefix, nc: nc, regMax: v10 ? 16 : spec.architecture.regMax,
+                      endToEnd: spec.architecture.endToEnd, legacy: spec.legacy && !v10, kind: kind, yolo26: yolo26,
+                      bothBranches: v10, channels: spec.inputChannels, strides: spec.inputStrides)
     }
 
     var task: ModelTask { kind.task }
@@ -97,7 +108,7 @@ struct Detect: Head {
     var convs: [Conv] { (box + cls + extra).flatMap { $0 } }
     var parameterCount: Int { convs.parameterCount + dfl.count + (proto?.parameterCount ?? 0) }
 
-    /// The branches at each input level's size; Proto26 at the first level's.
+    /// The branches at each input level's size; the prototypes from the levels'.
     func flops(inputs levels: [Plane], output: Plane) -> Double {
         let branches = levels.indices.reduce(0.0) { sum, i in
             sum + (box[i] + cls[i] + (extra.isEmpty ? [] : extra[i])).flops(levels[i])
@@ -106,58 +117,54 @@ struct Detect: Head {
     }
 
     init(_ w: inout some WeightSource, _ p: String, nc: Int, regMax: Int, endToEnd: Bool, legacy: Bool,
-         kind: HeadKind, channels: [Int], strides: [Int]) throws {
-        (self.nc, self.regMax, self.endToEnd, self.kind, self.strides) = (nc, regMax, endToEnd, kind, strides)
+         kind: HeadKind, yolo26: Bool, bothBranches: Bool, channels: [Int], strides: [Int]) throws {
+        (self.nc, self.regMax, self.endToEnd, self.kind, self.yolo26, self.strides) = (nc, regMax, endToEnd, kind, yolo26, strides)
         let c2 = max(16, channels[0] / 4, regMax * 4), c3 = max(channels[0], min(nc, 100))
+        /// Conv 3×3 c → hidden, Conv 3×3, Conv2d 1×1 → out (named `last`, else `q.2`).
+        func branch(_ q: String, _ c: Int, _ hidden: Int, _ out: Int, last: String? = nil) throws -> [Conv] {
+            [try Conv(&w, q + ".0", c, hidden, k: 3), try Conv(&w, q + ".1", hidden, hidden, k: 3),
+             try Conv(&w, last ?? q + ".2", hidden, out, plain: true)]
+        }
         /// The box, class and extra branches of one head ("one2one_" or "").
         func branches(_ prefix: String) throws -> ([[Conv]], [[Conv]], [[Conv]]) {
-            let box = try channels.enumerated().map { i, c in
-                let q = "\(p).\(prefix)cv2.\(i)"
-                return [try Conv(&w, q + ".0", c, c2, k: 3), try Conv(&w, q + ".1", c2, c2, k: 3),
-                        try Conv(&w, q + ".2", c2, 4 * regMax, plain: true)]
-            }
+            let box = try channels.enumerated().map { i, c in try branch("\(p).\(prefix)cv2.\(i)", c, c2, 4 * regMax) }
             let cls = try channels.enumerated().map { i, c in
                 let q = "\(p).\(prefix)cv3.\(i)"
-                if legacy {
-                    return [try Conv(&w, q + ".0", c, c3, k: 3), try Conv(&w, q + ".1", c3, c3, k: 3),
-                            try Conv(&w, q + ".2", c3, nc, plain: true)]
-                }
+                if legacy { return try branch(q, c, c3, nc) }
                 return [try Conv.depthwise(&w, q + ".0.0", c, c, k: 3), try Conv(&w, q + ".0.1", c, c3),
                         try Conv.depthwise(&w, q + ".1.0", c3, c3, k: 3), try Conv(&w, q + ".1.1", c3, c3),
                         try Conv(&w, q + ".2", c3, nc, plain: true)]
             }
             let extra = try channels.enumerated().map { i, c -> [Conv] in
-                let q = "\(p).\(prefix)cv4.\(i)"
+                let q = "\(p).\(prefix)cv4.\(i)", e = kind.extraChannels
                 switch kind {
                 case .detect:
                     return []
-                case .segment(let masks, _), .obb(let masks):
-                    let c4 = max(channels[0] / 4, masks)
-                    return [try Conv(&w, q + ".0", c, c4, k: 3), try Conv(&w, q + ".1", c4, c4, k: 3),
-                            try Conv(&w, q + ".2", c4, masks, plain: true)]
-                case .pose(let keypoints, let dims):
-                    let c4 = max(channels[0] / 4, keypoints * (dims + 2))
+                case .pose(let keypoints, let dims) where yolo26:
                     // Pose26 splits the last conv off as cv4_kpts; cv4_sigma and the flow model
                     // only train.
                     w.discard(prefix: "\(p).\(prefix)cv4_sigma.\(i)")
-                    return [try Conv(&w, q + ".0", c, c4, k: 3), try Conv(&w, q + ".1", c4, c4, k: 3),
-                            try Conv(&w, "\(p).\(prefix)cv4_kpts.\(i)", c4, keypoints * dims, plain: true)]
+                    return try branch(q, c, max(channels[0] / 4, keypoints * (dims + 2)), e,
+                                      last: "\(p).\(prefix)cv4_kpts.\(i)")
+                case .segment, .pose, .obb:
+                    return try branch(q, c, max(channels[0] / 4, e), e)
                 }
             }
             return (box, cls, extra)
         }
-        // The inference head is the one-to-one branch of end-to-end models. The other branch,
-        // present in unfused checkpoints, is bound (so its shapes are checked) and dropped.
-        if endToEnd {
-            (box, cls, extra) = try branches("one2one_")
-            if w.contains(prefix: p + ".cv2") { _ = try branches("") }
-        } else {
-            (box, cls, extra) = try branches("")
-        }
+        // The inference head is the one-to-one branch of end-to-end models, the one-to-many
+        // branch otherwise. The other, present in unfused checkpoints of end-to-end models and
+        // always in YOLOv10's (`bothBranches`), is bound (so its shapes are checked) and dropped.
+        let (used, other) = endToEnd ? ("one2one_", "") : ("", "one2one_")
+        (box, cls, extra) = try branches(used)
+        if (endToEnd || bothBranches) && w.contains(prefix: "\(p).\(other)cv2") { _ = try branches(other) }
         w.discard(prefix: p + ".flow_model")
-        if case .segment(let masks, let protoChannels) = kind {
+        switch kind {
+        case .segment(let masks, let protoChannels) where yolo26:
             proto = try Proto26(&w, p + ".proto", channels: channels, hidden: protoChannels, masks: masks)
-        } else {
+        case .segment(let masks, let protoChannels):
+            proto = try Proto(&w, p + ".proto", channels[0], hidden: protoChannels, masks: masks)
+        default:
             proto = nil
         }
         dfl = regMax > 1 ? try w.tensor(p + ".dfl.conv.weight", shape: [1, regMax, 1, 1]).scalars : []
@@ -181,6 +188,11 @@ struct Detect: Head {
             run(cls[i], x, into: scores.base, columns: a, from: column, ws)
             if let extras { run(extra[i], x, into: extras.base, columns: a, from: column, ws) }
             column += x.plane
+        }
+        if case .obb = kind, !yolo26, let extras {
+            // OBB: θ = (sigmoid(x) − 1/4)·π, in [−π/4, 3π/4].
+            activate(.sigmoid, extras.base, extras.base, count: e * a)
+            for i in 0..<(e * a) { extras.base[i] = (extras.base[i] - 0.25) * .pi }
         }
         // decoded [4 + E, A]: the boxes in input pixels, then the extras (keypoints decoded).
         let decoded = rows(4 + e)
@@ -264,19 +276,22 @@ struct Detect: Head {
         }
     }
 
-    /// Pose26 keypoints, in place: x, y offsets from the anchor centre in cells → input pixels;
-    /// the visibility logit → probability. kpts: [K · dims, A].
+    /// Keypoints, in place: x, y → input pixels, from offsets in cells from the anchor centre
+    /// (Pose26: (x + gx + ½)·s) or twice that from the cell corner (Pose: (2x + gx)·s); the
+    /// visibility logit → probability. kpts: [K · dims, A].
     private func decodeKeypoints(_ kpts: UnsafeMutablePointer<Float>, anchors a: Int, _ feature: (Int) -> Map) {
         guard case .pose(let keypoints, let dims) = kind else { return }
+        let (scale, offset): (Float, Float) = yolo26 ? (1, 0.5) : (2, 0)
         var anchor = 0
         for level in 0..<strides.count {
             let s = Float(strides[level]), x = feature(level)
             for gy in 0..<x.height {
                 for gx in 0..<x.width {
+                    let ax = Float(gx) + offset, ay = Float(gy) + offset
                     for k in 0..<keypoints {
                         let row = k * dims
-                        kpts[row * a + anchor] = (kpts[row * a + anchor] + Float(gx) + 0.5) * s
-                        kpts[(row + 1) * a + anchor] = (kpts[(row + 1) * a + anchor] + Float(gy) + 0.5) * s
+                        kpts[row * a + anchor] = (kpts[row * a + anchor] * scale + ax) * s
+                        kpts[(row + 1) * a + anchor] = (kpts[(row + 1) * a + anchor] * scale + ay) * s
                     }
                     anchor += 1
                 }

@@ -22,10 +22,11 @@ package struct HeadOutput: Sendable {
     ///   adds (x, y, visibility) per keypoint in input pixels, obb is (cx, cy, w, h, score,
     ///   class, angle in radians).
     /// - detect, one-to-many (legacy): [1, 4 + nc, anchors] rows of (cx, cy, w, h) then class
-    ///   probabilities.
+    ///   probabilities; segment adds the mask coefficients, pose the keypoints (x, y in input
+    ///   pixels, visibility), obb the angle (its boxes rotated cx, cy, w, h).
     /// - classify: [1, nc] probabilities.
     package let output: Tensor
-    /// Segmentation prototypes [1, 32, H/4, W/4].
+    /// Segmentation prototypes [1, masks, H/4, W/4] (twice the first level's size).
     package let protos: Tensor?
     /// The head's maps before decoding, named like the reference files' `output.1.*`:
     /// "boxes" [1, 4 · regMax, anchors], "scores" (class logits) [1, nc, anchors], and per task

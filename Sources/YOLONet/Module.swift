@@ -63,7 +63,8 @@ struct ModuleSpec {
     let from: [Int], inputChannels: [Int], inputStrides: [Int]
     /// The scale's width multiplier and channel cap, and the row's repeats after depth scaling.
     let width: Double, maxChannels: Int, repeats: Int
-    /// A graph without C3k2 (before YOLO11): its Detect class branches are plain 3×3 convs.
+    /// A graph without C3k2, A2C2f or C2fCIB (YOLOv3 to v9): its Detect class branches are
+    /// plain 3×3 convs.
     let legacy: Bool
 
     /// The module's `state_dict` prefix.

@@ -9,7 +9,8 @@ package struct Network: Sendable {
     static let modules: [String: any Module.Type] = [
         "Conv": Conv.self, "DWConv": Conv.self, "C3k2": C3k2.self, "SPPF": SPPF.self, "C2PSA": C2PSA.self,
         "nn.Upsample": Upsample.self, "Concat": Concat.self,
-        "Detect": Detect.self, "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
+        "Detect": Detect.self, "Segment": Detect.self, "Pose": Detect.self, "OBB": Detect.self, "v10Detect": Detect.self,
+        "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
     ]
 
     /// A node's module: a layer before the head, or the head.
@@ -57,7 +58,9 @@ package struct Network: Sendable {
 
     package init(architecture arch: Architecture, weights: inout some WeightSource, inputChannels: Int = 3) throws {
         let (depth, width, maxChannels) = try arch.multipliers()
-        let legacy = !arch.rows.contains { $0.module == "C3k2" }
+        // Ultralytics' parse_model: the heads of graphs without these blocks (YOLOv3 to v9) have
+        // plain 3×3 class branches.
+        let legacy = !arch.rows.contains { ["C3k2", "A2C2f", "C2fCIB"].contains($0.module) }
         var nodes = [Node]()
         var saved = [Int: Int]()
         do {
