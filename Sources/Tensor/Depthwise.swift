@@ -77,6 +77,8 @@ struct DepthwiseRows: ParallelWork {
         case .none: run(channels, ring) { (v: V) in v }
         case .silu: run(channels, ring) { (v: V) in silu(v) }
         case .sigmoid: run(channels, ring) { (v: V) in sigmoid(v) }
+        case .relu: run(channels, ring) { (v: V) in relu(v) }
+        case .leakyReLU: run(channels, ring) { (v: V) in leakyReLU(v) }
         }
     }
 
