@@ -22,10 +22,11 @@ struct MaxPool: Layer {
     }
     func flops(inputs: [Plane], output: Plane) -> Double { 0 }
 
-    /// A max pool's outputs are among its inputs: x's range bounds them.
+    /// Its range is unknown: x's bounds it, but a strided pool may drop x's smallest value, and an
+    /// int8 convolution quantizes finer by the exact one it then measures.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         maxPool2d(input(0), kernel: kernel, stride: stride, padding: padding, into: y!, scratch: ws.scratch)
-        return y!.bounded(by: input(0).range)
+        return y!
     }
 }
 
@@ -54,7 +55,7 @@ struct ZeroPad: Layer {
     func outputSize(height: Int, width: Int) -> Plane { (top + height + bottom, left + width + right) }
     func flops(inputs: [Plane], output: Plane) -> Double { 0 }
 
-    /// Zeros, then each of x's rows copied into place. The range gains 0.
+    /// Zeros, then each of x's rows copied into place. The range gains 0 (when there is padding).
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         let (x, y) = (input(0), y!)
         y.base.update(repeating: 0, count: y.count)
@@ -63,6 +64,6 @@ struct ZeroPad: Layer {
                 (y.base + (c * y.height + top + row) * y.width + left).update(from: x.base + (c * x.height + row) * x.width, count: x.width)
             }
         }
-        return y.bounded(by: .union(x.range, ValueRange(lower: 0, upper: 0)))
+        return y.bounded(by: left + right + top + bottom == 0 ? x.range : .union(x.range, ValueRange(lower: 0, upper: 0)))
     }
 }
