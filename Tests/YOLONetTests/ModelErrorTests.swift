@@ -191,6 +191,6 @@ final class ArchitectureBoundsTests: XCTestCase {
         assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "nn.ConvTranspose2d", [64, 3, 2, 0]]"#))
         assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "nn.MaxPool2d", [2, 2, 2]]"#))
         assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2, 4]]"#))
-        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [[-1, 0], 2, "Concat", [1]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [[-1, 0], 4, "Concat", [1]]"#))
     }
 }
