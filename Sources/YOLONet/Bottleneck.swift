@@ -5,7 +5,8 @@ protocol CSPBlock: Sendable {
     /// Its `state_dict` prefix, the name its output is observed by.
     var name: String { get }
     var convs: [Conv] { get }
-    /// Returns `y` with its range as its last convolution measured it (`Conv.callAsFunction`).
+    /// Returns `y` with its range as its last convolution measured it (`Conv.callAsFunction`), or
+    /// none when an add after it changed the values (GhostBottleneck).
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map
     /// 2 × multiply-adds of its matrix products other than convolutions, on `positions` pixels.
     func matmulFLOPs(positions: Int) -> Double
