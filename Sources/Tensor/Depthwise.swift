@@ -77,13 +77,15 @@ struct DepthwiseRows: ParallelWork {
         case .none: run(channels, ring) { (v: V) in v }
         case .silu: run(channels, ring) { (v: V) in silu(v) }
         case .sigmoid: run(channels, ring) { (v: V) in sigmoid(v) }
+        case .relu: run(channels, ring) { (v: V) in relu(v) }
+        case .leakyReLU: run(channels, ring) { (v: V) in leakyReLU(v) }
         }
     }
 
     @inline(__always)
     private func run<V: FloatVector>(_ channels: Range<Int>, _ ring: UnsafeMutablePointer<Float>, _ f: (V) -> V) {
         let (kh, kw) = (p.kernelH, p.kernelW)
-        let n = V.scalarCount, (padH, padW) = (p.padH, p.padW), three = kh == 3 && kw == 3
+        let n = V.scalarCount, (padH, padW) = (p.padH, p.padW), three = kh == 3 && kw == 3, five = kh == 5 && kw == 5
         // The padding columns are never written after this.
         let slots = kh + 1
         ring.initialize(repeating: 0, count: slots * pitch)
@@ -117,8 +119,19 @@ struct DepthwiseRows: ParallelWork {
                 defer { first = slot(1) }
                 /// Output columns ox ..< ox + n, finished: each kernel row's taps summed on their own
                 /// (one chain of kH · kW dependent multiply-adds a vector was latency-bound), 3×3
-                /// written out (the loops were not unrolled).
+                /// and 5×5 (GhostConv's) written out (the loops were not unrolled).
                 @inline(__always) func sum(_ ox: Int) -> V {
+                    if five {
+                        @inline(__always) func row(_ ky: Int) -> V {
+                            let r: UnsafePointer<Float> = base + (slot(ky) &* pitch &+ ox), t = ky &* 5
+                            var s = V(repeating: wc[t]) * r.vector(0)
+                            s = s.addingProduct(V(repeating: wc[t &+ 1]), r.vector(1))
+                            s = s.addingProduct(V(repeating: wc[t &+ 2]), r.vector(2))
+                            s = s.addingProduct(V(repeating: wc[t &+ 3]), r.vector(3))
+                            return s.addingProduct(V(repeating: wc[t &+ 4]), r.vector(4))
+                        }
+                        return f(row(0) + row(1) + row(2) + row(3) + row(4) + b)
+                    }
                     if three {
                         let (p0, p1, p2) = (s0 + ox, s1 + ox, s2 + ox)
                         var a = V(repeating: wc[0]) * p0.vector(0)

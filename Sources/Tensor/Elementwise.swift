@@ -1,9 +1,10 @@
 import CTargetFeatures
 import Foundation
 
-/// Activation applied in a kernel's epilogue.
+/// Activation applied in a kernel's epilogue. `leakyReLU` has PyTorch's common slope 0.1 (the
+/// one YOLO variants use), fixed so that every epilogue specializes it as a constant.
 public enum Activation: Sendable, Equatable {
-    case none, silu, sigmoid
+    case none, silu, sigmoid, relu, leakyReLU
 }
 
 /// dst[i] = activation(src[i]) for i < count; `dst` may be `src`.
@@ -23,6 +24,8 @@ private func applyActivation<V: FloatVector>(_: V.Type, _ activation: Activation
     case .none: if UnsafePointer(dst) != src { dst.update(from: src, count: count) }
     case .silu: mapVectors(src, dst, count) { (x: V) in silu(x) }
     case .sigmoid: mapVectors(src, dst, count) { (x: V) in sigmoid(x) }
+    case .relu: mapVectors(src, dst, count) { (x: V) in relu(x) }
+    case .leakyReLU: mapVectors(src, dst, count) { (x: V) in leakyReLU(x) }
     }
 }
 
@@ -73,6 +76,8 @@ extension Reference {
         case .none: return Float(x)
         case .silu: return Float(x / (1 + Foundation.exp(-x)))
         case .sigmoid: return Float(1 / (1 + Foundation.exp(-x)))
+        case .relu: return Float(max(x, 0))
+        case .leakyReLU: return Float(x < 0 ? 0.1 * x : x)
         }
     }
 

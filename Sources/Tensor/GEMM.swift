@@ -17,6 +17,8 @@ package struct Epilogue {
         case .none: y
         case .silu: silu(y)
         case .sigmoid: sigmoid(y)
+        case .relu: relu(y)
+        case .leakyReLU: leakyReLU(y)
         }
     }
 
@@ -51,6 +53,8 @@ package struct Epilogue {
         case .none: finishRows(V.self, Identity.self, rows, sums, ld, c, ldc, width, residual, &unseen)
         case .silu: finishRows(V.self, SiLU.self, rows, sums, ld, c, ldc, width, residual, &unseen)
         case .sigmoid: finishRows(V.self, Sigmoid.self, rows, sums, ld, c, ldc, width, residual, &unseen)
+        case .relu: finishRows(V.self, ReLU.self, rows, sums, ld, c, ldc, width, residual, &unseen)
+        case .leakyReLU: finishRows(V.self, LeakyReLU.self, rows, sums, ld, c, ldc, width, residual, &unseen)
         }
     }
 }

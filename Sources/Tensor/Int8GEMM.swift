@@ -30,6 +30,8 @@ package struct Int8Epilogue {
         case .none: finishRows(Vec8.self, Identity.self, rows, sums, ld, c, ldc, width, residual, &seen)
         case .silu: finishRows(Vec8.self, CoarseSiLU.self, rows, sums, ld, c, ldc, width, residual, &seen)
         case .sigmoid: finishRows(Vec8.self, CoarseSigmoid.self, rows, sums, ld, c, ldc, width, residual, &seen)
+        case .relu: finishRows(Vec8.self, ReLU.self, rows, sums, ld, c, ldc, width, residual, &seen)
+        case .leakyReLU: finishRows(Vec8.self, LeakyReLU.self, rows, sums, ld, c, ldc, width, residual, &seen)
         }
     }
 

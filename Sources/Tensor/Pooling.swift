@@ -2,8 +2,9 @@
 /// x: [N, C, H, W] → [N, C, Ho, Wo] with Ho = (H + 2·padding − kernel) / stride + 1.
 ///
 /// Stride 1 (SPPF's 5/1/2) uses separability: a horizontal max over the padded plane, then a
-/// vertical max, 16 lanes at a time. Max is exact, so the result equals the
-/// direct window scan bit for bit. Other strides scan each window directly.
+/// vertical max, 16 lanes at a time. 2×2 windows of stride 2 (YOLOv3-tiny's downsampling) take
+/// the max of two rows, then of each even and odd lane, 8 outputs at a time. Max is exact, so
+/// the result equals the direct window scan bit for bit. Other strides scan each window directly.
 public func maxPool2d(_ x: Tensor, kernel: Int, stride: Int, padding: Int) -> Tensor {
     precondition(x.rank == 4 && kernel > 0 && stride > 0 && padding >= 0 && padding * 2 <= kernel,
                  "maxPool2d: x \(x.shape), kernel \(kernel), stride \(stride), padding \(padding)")
@@ -60,6 +61,24 @@ private struct PoolPlanes: ParallelWork {
                 for oy in 0..<ho { (dst + oy * wo).update(from: padded + oy * pw, count: wo) }
                 // The next plane's fill overwrites only the interior: restore the −∞ frame.
                 padded.update(repeating: -.infinity, count: ho * pw)
+            }
+        } else if kernel == 2 && stride == 2 && padding == 0 {
+            for plane in planes[part] {
+                let src = UnsafePointer(xp + plane * h * w), dst = yp + plane * ho * wo
+                for oy in 0..<ho {
+                    let (top, bottom, out) = (src + 2 * oy * w, src + (2 * oy + 1) * w, dst + oy * wo)
+                    var ox = 0
+                    // 16 inputs of each row, 2·ox + 16 ≤ 2·wo ≤ w.
+                    while ox + 8 <= wo {
+                        let m = top.vec16(2 * ox).maximum(bottom.vec16(2 * ox))
+                        out.store(m.evenHalf.maximum(m.oddHalf), at: ox)
+                        ox += 8
+                    }
+                    while ox < wo {
+                        out[ox] = max(max(top[2 * ox], top[2 * ox + 1]), max(bottom[2 * ox], bottom[2 * ox + 1]))
+                        ox += 1
+                    }
+                }
             }
         } else {
             for plane in planes[part] {

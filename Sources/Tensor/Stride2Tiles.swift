@@ -231,6 +231,8 @@ private struct Stride2TileParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             case .none: outputs(V.self, Identity.self)
             case .silu: outputs(V.self, SiLU.self)
             case .sigmoid: outputs(V.self, Sigmoid.self)
+            case .relu: outputs(V.self, ReLU.self)
+            case .leakyReLU: outputs(V.self, LeakyReLU.self)
             }
         }
         if wideVectors && S.width % 16 == 0 { outputs(Vec16.self) } else { outputs(Vec8.self) }

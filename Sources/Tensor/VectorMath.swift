@@ -119,6 +119,14 @@ public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(-x)) }
 @inlinable @inline(__always)
 public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(-x)) }
 
+/// max(x, 0) per lane (YOLOv6's activation).
+@inlinable @inline(__always)
+public func relu<V: FloatVector>(_ x: V) -> V { x.maximum(.zero) }
+
+/// x for x ≥ 0, else 0.1 · x, per lane: the larger of the two.
+@inlinable @inline(__always)
+public func leakyReLU<V: FloatVector>(_ x: V) -> V { x.maximum(x * 0.1) }
+
 /// Applies `f` to `count` floats from `src` into `dst` (which may alias `src`), a vector of `V` at
 /// a time. The tail goes through the same vector function on a padded vector, so every element
 /// gets bit-identical math wherever it falls. Callers pick the target's width (`wideVectors`):

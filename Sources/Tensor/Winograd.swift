@@ -166,6 +166,8 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
         case .none: transformOutputs(Identity.self, m, width: width, tiles: tiles, grid: grid, row: row)
         case .silu: transformOutputs(SiLU.self, m, width: width, tiles: tiles, grid: grid, row: row)
         case .sigmoid: transformOutputs(Sigmoid.self, m, width: width, tiles: tiles, grid: grid, row: row)
+        case .relu: transformOutputs(ReLU.self, m, width: width, tiles: tiles, grid: grid, row: row)
+        case .leakyReLU: transformOutputs(LeakyReLU.self, m, width: width, tiles: tiles, grid: grid, row: row)
         }
     }
 
@@ -213,6 +215,14 @@ enum SiLU: ActivationFunction {
 
 enum Sigmoid: ActivationFunction {
     @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { sigmoid(v) }
+}
+
+enum ReLU: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { relu(v) }
+}
+
+enum LeakyReLU: ActivationFunction {
+    @inline(__always) static func apply<V: FloatVector>(_ v: V) -> V { leakyReLU(v) }
 }
 
 /// Floats of one point's B panel per pass: 16 of them are 96 KB, in L2 while their GEMMs read

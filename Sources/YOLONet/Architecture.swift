@@ -1,4 +1,5 @@
 import Foundation
+import Tensor
 
 /// A value in an architecture row's argument list, as the Ultralytics yaml writes it.
 package enum ArchValue: Sendable, Equatable, Decodable, CustomStringConvertible {
@@ -72,9 +73,14 @@ package struct Architecture: Sendable, Decodable {
     package var endToEnd: Bool
     package let regMax: Int
     package let kptShape: [Int]?
+    /// Multipliers of a spec without `scales` (YOLOv3's), 1 when absent.
+    package let depthMultiple: Double, widthMultiple: Double
+    /// The activation of every `Conv` (Ultralytics `Conv.default_act`), as Python, e.g.
+    /// "torch.nn.ReLU()" (YOLOv6); nil for SiLU.
+    package let activationName: String?
 
     enum CodingKeys: String, CodingKey {
-        case nc, scales, scale, backbone, head, end2end, reg_max, kpt_shape
+        case nc, scales, scale, backbone, head, end2end, reg_max, kpt_shape, depth_multiple, width_multiple, activation
     }
 
     package init(from decoder: Decoder) throws {
@@ -87,6 +93,9 @@ package struct Architecture: Sendable, Decodable {
         endToEnd = try c.decodeIfPresent(Bool.self, forKey: .end2end) ?? false
         regMax = try c.decodeIfPresent(Int.self, forKey: .reg_max) ?? 16
         kptShape = try c.decodeIfPresent([Int].self, forKey: .kpt_shape)
+        depthMultiple = try c.decodeIfPresent(Double.self, forKey: .depth_multiple) ?? 1
+        widthMultiple = try c.decodeIfPresent(Double.self, forKey: .width_multiple) ?? 1
+        activationName = try c.decodeIfPresent(String.self, forKey: .activation)
     }
 
     /// Parses the `arch` metadata JSON and checks its model-wide numbers and every row's repeats.
@@ -116,17 +125,24 @@ package struct Architecture: Sendable, Decodable {
 
     package var rows: [ArchRow] { backbone + head }
 
-    /// The scale used: `scale`, or the first of `scales` as Ultralytics assumes.
-    /// (JSON objects keep no order, so "first" is the smallest of n/s/m/l/x present.)
+    /// The scale used: `scale`, or the first of `scales` as Ultralytics assumes; nil without
+    /// `scales`. (JSON objects keep no order, so "first" is the smallest of n/s/m/l/x present.)
     package var resolvedScale: String? {
-        if let scale { return scale }
         guard let keys = scales?.keys else { return nil }
+        if let scale, !scale.isEmpty { return scale }
         return ["n", "s", "m", "l", "x"].first(where: keys.contains) ?? keys.sorted().first
     }
 
-    /// depth, width and max-channel multipliers of the resolved scale.
+    /// depth, width and max-channel multipliers of the resolved scale, or without `scales`,
+    /// `depth_multiple` and `width_multiple` and no channel cap.
     package func multipliers() throws -> (depth: Double, width: Double, maxChannels: Int) {
-        guard let scale = resolvedScale else { return (1, 1, Int.max) }
+        guard let scale = resolvedScale else {
+            guard depthMultiple > 0 && depthMultiple <= 16 && widthMultiple > 0 && widthMultiple <= 16 else {
+                throw ModelError.invalidMetadata(key: "arch", value: "depth_multiple \(depthMultiple), width_multiple \(widthMultiple)",
+                                                 reason: "the multiples must be in (0, 16]")
+            }
+            return (depthMultiple, widthMultiple, Int.max)
+        }
         guard let m = scales?[scale], m.count == 3 else {
             throw ModelError.invalidMetadata(key: "arch", value: scale,
                                              reason: "scale '\(scale)' is not in scales \(scales?.keys.sorted() ?? [])")
@@ -137,6 +153,20 @@ package struct Architecture: Sendable, Decodable {
                                              reason: "scale '\(scale)' needs depth and width in (0, 16] and max channels in 1...65536")
         }
         return (m[0], m[1], maxChannels)
+    }
+
+    /// The activation `activationName` names: `[torch.]nn.` SiLU, ReLU, LeakyReLU(0.1),
+    /// Sigmoid or Identity, with no other arguments.
+    package func activation() throws -> Activation {
+        guard let name = activationName else { return .silu }
+        let call = name.filter { !$0.isWhitespace }
+        let known: [String: Activation] = ["SiLU()": .silu, "ReLU()": .relu, "LeakyReLU(0.1)": .leakyReLU,
+                                           "LeakyReLU(negative_slope=0.1)": .leakyReLU, "Sigmoid()": .sigmoid, "Identity()": .none]
+        for prefix in ["nn.", "torch.nn."] where call.hasPrefix(prefix) {
+            if let activation = known[String(call.dropFirst(prefix.count))] { return activation }
+        }
+        throw ModelError.invalidMetadata(key: "arch", value: "activation \(name)",
+                                         reason: "supported: nn.SiLU(), nn.ReLU(), nn.LeakyReLU(0.1), nn.Sigmoid(), nn.Identity()")
     }
 }
 
@@ -151,24 +181,36 @@ package func scaledRepeats(_ n: Int, depth: Double) -> Int {
 }
 
 extension Architecture {
-    /// Families whose spec ships in `Specs/` (the Ultralytics yaml as JSON).
-    package static let builtinFamilies = ["yolo26", "yolo11"]
-    package static let builtinTasks = ["", "-seg", "-pose", "-obb", "-cls"]
+    /// The specs in `Specs/` (Ultralytics model yamls as JSON), by name: "yolo26", "yolov8-seg-p6"…
+    package static var builtinSpecs: [String] {
+        let specs = Bundle.module.url(forResource: "Specs", withExtension: nil)
+        let files = specs.flatMap { try? FileManager.default.contentsOfDirectory(atPath: $0.path) } ?? []
+        return files.filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
+    }
 
-    /// A built-in spec by model name: family, scale letter and task suffix, e.g. "yolo26n",
-    /// "yolo11x" or "yolo26s-seg". Returns nil for names that are not a known architecture.
+    /// A built-in spec by model name, resolved as Ultralytics' `yaml_model_load` resolves a yaml:
+    /// YOLOv3/v5 "u" names are the plain ones (yolov5nu → yolov5n), "yolov5n6" is "yolov5n-p6";
+    /// the spec named so, else the family's with the scale letter after the version taken out
+    /// ("yolov8s-seg" → yolov8-seg), at that scale. A spec with `scales` needs one of them named;
+    /// one without ignores the letter (yolov3-tinyu has none). Returns nil for names that are not
+    /// a known architecture.
     package static func builtin(named name: String) throws -> Architecture? {
-        for family in builtinFamilies where name.hasPrefix(family) {
-            let rest = name.dropFirst(family.count)
-            guard let scale = rest.first.map(String.init), ["n", "s", "m", "l", "x"].contains(scale) else { return nil }
-            let task = String(rest.dropFirst())
-            guard builtinTasks.contains(task),
-                  let url = Bundle.module.url(forResource: family + task, withExtension: "json", subdirectory: "Specs")
-            else { return nil }
-            var arch = try Architecture(json: String(decoding: try Data(contentsOf: url), as: UTF8.self))
-            arch.scale = scale
-            return arch
+        var stem = name
+        if stem.hasPrefix("yolov3") || stem.hasPrefix("yolov5"), stem.hasSuffix("u") { stem.removeLast() }
+        if let p6 = stem.wholeMatch(of: /(yolov[58][nslmx])6/) { stem = p6.1 + "-p6" }
+        guard let parts = stem.wholeMatch(of: /(yolov?[0-9]+)([nslmx]?)([a-z0-9-]*)/),
+              var arch = try builtin(spec: stem) ?? builtin(spec: String(parts.1 + parts.3))
+        else { return nil }
+        if let scales = arch.scales {
+            guard scales[String(parts.2)] != nil else { return nil }
+            arch.scale = String(parts.2)
         }
-        return nil
+        return arch
+    }
+
+    /// The spec `Specs/<name>.json` as it is (no scale chosen), or nil.
+    package static func builtin(spec name: String) throws -> Architecture? {
+        guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Specs") else { return nil }
+        return try Architecture(json: String(decoding: try Data(contentsOf: url), as: UTF8.self))
     }
 }

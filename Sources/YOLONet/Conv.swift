@@ -1,8 +1,13 @@
 import Tensor
 
-/// Ultralytics `Conv`: Conv2d (padding k/2) + BatchNorm (folded at load) + SiLU, or a plain
-/// `nn.Conv2d` with bias and no activation. x: [N, c1, H, W] → [N, c2, H/s, W/s].
+/// Ultralytics `Conv`: Conv2d (padding k/2 unless given) + BatchNorm (folded at load) + the
+/// graph's activation (`defaultActivation`), or a plain `nn.Conv2d` with bias and no activation.
+/// x: [N, c1, H, W] → [N, c2, H/s, W/s].
 struct Conv: Layer {
+    /// The activation of a Conv built without one: SiLU, or while `Network` builds a graph, its
+    /// spec's `activation` (Ultralytics sets `Conv.default_act` for as long as it parses one).
+    @TaskLocal static var defaultActivation: Activation = .silu
+
     /// Its `state_dict` prefix, the name its output is observed by.
     let name: String
     /// The weights as the kernel that runs them takes them.
@@ -13,14 +18,14 @@ struct Conv: Layer {
     let parameters: Conv2DParameters
     let activation: Activation
 
-    init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1,
-         g: Int = 1, activation: Activation = .silu, plain: Bool = false) throws {
+    init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1, p: Int? = nil,
+         g: Int = 1, activation: Activation = Conv.defaultActivation, plain: Bool = false) throws {
         // Channel counts derived from a spec's expansion ratios can round to 0.
         guard c1 > 0, c2 > 0, c1 % g == 0 else {
             throw ModelError.invalidArchitecture(layer: -1, reason: "\(prefix): no convolution of \(c1) → \(c2) channels in \(g) groups")
         }
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
-        parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
+        parameters = Conv2DParameters(kernel: k, stride: s, padding: p ?? k / 2, groups: g)
         // An int8 graph quantizes its ungrouped convolutions but for the heads' plain outputs.
         weights = source.precision == .int8 && g == 1 && !plain ? .int8(QuantizedConvWeights(w)) : .fp32(ConvWeights(w, parameters))
         (shape, bias) = (w.shape, b)
@@ -28,12 +33,13 @@ struct Conv: Layer {
         name = prefix
     }
 
-    /// A `Conv` or `DWConv` row: [c2, k, s].
+    /// A `Conv` or `DWConv` row: [c2, k, s, p], p None or absent for k/2 (YOLOv5's stem: 6, 2, 2).
     init(_ spec: ModuleSpec, _ weights: inout some WeightSource) throws {
         let (c1, c2) = (spec.inputChannels[0], try spec.outChannels())
         let k = try spec.int(1, "kernel", default: 1, in: 1...64), s = try spec.int(2, "stride", default: 1, in: 1...64)
-        guard spec.args.count <= 3 else { throw spec.fail("\(spec.row.module) supports [c2, k, s], got \(spec.args)") }
-        try self.init(&weights, spec.prefix, c1, c2, k: k, s: s, g: spec.row.module == "DWConv" ? gcd(c1, c2) : 1)
+        let p = spec.args.count > 3 && spec.args[3] != .string("None") ? try spec.int(3, "padding", in: 0...k) : nil
+        guard spec.args.count <= 4 else { throw spec.fail("\(spec.row.module) supports [c2, k, s, p], got \(spec.args)") }
+        try self.init(&weights, spec.prefix, c1, c2, k: k, s: s, p: p, g: spec.row.module == "DWConv" ? gcd(c1, c2) : 1)
         let stride = outputStride(spec.inputStrides[0])
         guard stride <= 1 << 16 else { throw spec.fail("the total stride \(stride) is too large") }
     }

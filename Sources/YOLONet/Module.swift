@@ -66,9 +66,11 @@ struct ModuleSpec {
     /// A graph without C3k2, A2C2f or C2fCIB (YOLOv3 to v9): its Detect class branches are
     /// plain 3×3 convs.
     let legacy: Bool
+    /// Which of a repeated module's copies this is (`Sequential`), or nil.
+    var copy: Int? = nil
 
-    /// The module's `state_dict` prefix.
-    var prefix: String { "model.\(index)" }
+    /// The module's `state_dict` prefix: `model.<index>`, a copy's `model.<index>.<copy>`.
+    var prefix: String { copy.map { "model.\(index).\($0)" } ?? "model.\(index)" }
     var args: [ArchValue] { row.args }
     var isLast: Bool { index == architecture.rows.count - 1 }
 
@@ -97,6 +99,17 @@ struct ModuleSpec {
             throw fail("argument \(j) (\(name)) = \(args[j]) must be a number in (0, 8]")
         }
         return v
+    }
+
+    /// Argument j as a list of `count` odd kernels (they keep the map size) in 1...63.
+    func kernels(_ j: Int, _ name: String, default value: [Int], count: ClosedRange<Int>) throws -> [Int] {
+        if j >= args.count { return value }
+        guard case .list(let list) = args[j], count.contains(list.count),
+              case let kernels = list.compactMap(\.int), kernels.count == list.count,
+              kernels.allSatisfy({ (1...63).contains($0) && $0 % 2 == 1 }) else {
+            throw fail("argument \(j) (\(name)) = \(args[j]) must list \(count.lowerBound)...\(count.upperBound) odd kernels in 1...63")
+        }
+        return kernels
     }
 
     /// Channels `c` scaled as Ultralytics does: capped, times the width, rounded up to 8.

@@ -7,8 +7,11 @@ import Tensor
 package struct Network: Sendable {
     /// The module types a spec row can name, by its Ultralytics module name.
     static let modules: [String: any Module.Type] = [
-        "Conv": Conv.self, "DWConv": Conv.self, "C3k2": C3k2.self, "SPPF": SPPF.self, "C2PSA": C2PSA.self,
+        "Conv": Conv.self, "DWConv": Conv.self, "C3k2": C2f.self, "SPPF": SPPF.self, "C2PSA": C2PSA.self,
         "nn.Upsample": Upsample.self, "Concat": Concat.self,
+        "C2f": C2f.self, "C2": C2.self, "C3": C3.self, "C3Ghost": C3.self, "Bottleneck": Bottleneck.self, "SPP": SPPF.self,
+        "GhostConv": GhostConv.self, "nn.MaxPool2d": MaxPool.self, "nn.ZeroPad2d": ZeroPad.self,
+        "nn.ConvTranspose2d": ConvTranspose.self,
         "Detect": Detect.self, "Segment": Detect.self, "Pose": Detect.self, "OBB": Detect.self, "v10Detect": Detect.self,
         "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
     ]
@@ -56,6 +59,8 @@ package struct Network: Sendable {
     /// The largest stride: input sides must be multiples of it.
     package var maxStride: Int { nodes.reduce(1) { max($0, $1.stride) } }
 
+    /// Every `Conv` built without an activation of its own gets the spec's `activation`; a row
+    /// repeating a module that takes no repeat count builds n copies of it (`Sequential`).
     package init(architecture arch: Architecture, weights: inout some WeightSource, inputChannels: Int = 3) throws {
         let (depth, width, maxChannels) = try arch.multipliers()
         // Ultralytics' parse_model: the heads of graphs without these blocks (YOLOv3 to v9) have
@@ -63,6 +68,7 @@ package struct Network: Sendable {
         let legacy = !arch.rows.contains { ["C3k2", "A2C2f", "C2fCIB"].contains($0.module) }
         var nodes = [Node]()
         var saved = [Int: Int]()
+        let activation = try arch.activation()
         do {
             for (i, row) in arch.rows.enumerated() {
                 func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
@@ -72,17 +78,15 @@ package struct Network: Sendable {
                 }
                 if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
                 for f in from where f >= 0 && f != i - 1 { saved[f] = i }
-                let type = Self.modules[row.module]
-                if !(type?.repeatable ?? false) && row.repeats != 1 {
-                    throw fail("\(row.module) with \(row.repeats) repeats is not supported")
-                }
-                guard let type else { throw ModelError.unknownModule(layer: i, module: row.module) }
+                guard let type = Self.modules[row.module] else { throw ModelError.unknownModule(layer: i, module: row.module) }
                 let spec = ModuleSpec(index: i, row: row, architecture: arch, from: from,
                                       inputChannels: from.map { $0 < 0 ? inputChannels : nodes[$0].channels },
                                       inputStrides: from.map { $0 < 0 ? 1 : nodes[$0].stride },
                                       width: width, maxChannels: maxChannels, repeats: scaledRepeats(row.repeats, depth: depth),
                                       legacy: legacy)
-                let module = try type.init(spec, &weights)
+                let module = try Conv.$defaultActivation.withValue(activation) {
+                    try (type.repeatable || spec.repeats == 1 ? type : Sequential.self).init(spec, &weights)
+                }
                 let role: Role, stride: Int
                 if let head = module as? any Head {
                     (role, stride) = (.head(head), spec.inputStrides[0])
@@ -91,6 +95,7 @@ package struct Network: Sendable {
                 } else {
                     preconditionFailure("\(row.module) is neither a Layer nor a Head")
                 }
+                guard stride <= 1 << 16 else { throw fail("the total stride \(stride) is too large") }
                 nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""), name: spec.prefix,
                                   channels: module.channels, stride: stride, role: role, concatenates: module is Concat))
             }

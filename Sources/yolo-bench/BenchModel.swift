@@ -18,9 +18,9 @@ struct BenchModel {
             url = try ModelLocator.url(for: spec, downloading: false)
         } catch YOLOError.modelNotFound(_, let searched) {
             guard let architecture = try Architecture.builtin(named: spec) else {
-                let builtins = Architecture.builtinFamilies.map { $0 + "n/s/m/l/x" }.joined(separator: ", ")
                 throw BenchError("unknown model '\(spec)': no file at \(searched.joined(separator: ", ")), "
-                    + "and not a built-in architecture (\(builtins))")
+                    + "and not a built-in architecture (\(Architecture.builtinSpecs.joined(separator: ", ")), "
+                    + "with a scale letter n/s/m/l/x after the version where the family has scales, e.g. yolov8n-seg)")
             }
             var weights = RandomWeights(precision: precision)
             (name, network, file) = (spec, try Network(architecture: architecture, weights: &weights), nil)

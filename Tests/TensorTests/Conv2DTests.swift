@@ -43,7 +43,7 @@ final class Conv2DTests: XCTestCase {
     }
 
     func testActivationsAndNoBias() {
-        for activation in [Activation.none, .silu, .sigmoid] {
+        for activation in [Activation.none, .silu, .sigmoid, .relu, .leakyReLU] {
             checkConv2d(cin: 7, cout: 13, h: 13, w: 13, kernel: 3, stride: 1, padding: 1, groups: 1, activation: activation, seed: 300)
             checkConv2d(cin: 13, cout: 7, h: 7, w: 13, kernel: 1, stride: 1, padding: 0, groups: 1, bias: false,
                         activation: activation, seed: 301)

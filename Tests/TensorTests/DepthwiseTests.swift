@@ -19,7 +19,7 @@ final class DepthwiseTests: XCTestCase {
         checkConv2d(n: 2, cin: 13, cout: 13, h: 13, w: 127, kernel: 3, stride: 1, padding: 1, groups: 13, activation: .silu, seed: 7)
         // Stride-1 rows whose last vectors run side by side: one (16, 80), two (20), three (40)
         // and four (127 above) after the groups of four.
-        for (w, kernel) in [(16, 3), (20, 3), (40, 3), (80, 3), (20, 5)] {
+        for (w, kernel) in [(16, 3), (20, 3), (40, 3), (80, 3), (20, 5), (40, 5), (80, 5)] {
             checkConv2d(cin: 3, cout: 3, h: 6, w: w, kernel: kernel, stride: 1, padding: kernel / 2, groups: 3, activation: .silu,
                         seed: 8 &+ UInt64(w * 10 + kernel))
         }

@@ -8,7 +8,7 @@ final class ElementwiseTests: XCTestCase {
             let x = randomTensor([count], seed: UInt64(count), range: -20...20)
             let y = randomTensor([count], seed: UInt64(count) + 1)
             assertClose(add(x, y), Reference.add(x, y), tolerance: 0, "add \(count)")
-            for activation in [Activation.silu, .sigmoid, .none] {
+            for activation in [Activation.silu, .sigmoid, .none, .relu, .leakyReLU] {
                 let fast = activated(x, activation), plain = Reference.activated(x, activation)
                 // A few ULP relative to the value.
                 let worst = zip(fast.scalars, plain.scalars).map { abs($0 - $1) / max(abs($1), 1e-30) }.max()!

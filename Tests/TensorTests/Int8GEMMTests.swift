@@ -127,7 +127,8 @@ final class Int8GEMMTests: XCTestCase {
         let scales = [Float](repeating: 1e-4, count: m), bias = [Float](repeating: 0.5, count: m)
         let sums = Reference.int8GEMM(a, m: m, steps: steps, b: b, rows: rows, n: n)
         for (activation, f) in [(Activation.silu, { (x: Float) in x / (1 + Foundation.exp(-x)) }),
-                                (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) })] {
+                                (.sigmoid, { (x: Float) in 1 / (1 + Foundation.exp(-x)) }),
+                                (.relu, { (x: Float) in max(x, 0) }), (.leakyReLU, { (x: Float) in x < 0 ? 0.1 * x : x })] {
             var c = [Float](repeating: .nan, count: m * 24), staging = [Float](repeating: .nan, count: 128)
             var extent = Self.emptyExtent
             c.withUnsafeMutableBufferPointer { pc in

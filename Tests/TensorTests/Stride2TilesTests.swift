@@ -9,7 +9,7 @@ final class Stride2TilesTests: XCTestCase {
     /// 130), rows narrower than 32 floats, of 32 and 40 (8 tiles a vector), of 66, 127, 130 and
     /// 257 (16 a vector), odd and even output sizes (a last tile of one output row or column),
     /// strips across tile rows and ending in narrow strips; output channels filling no whole
-    /// register tile; residual.
+    /// register tile; residual; each activation with an epilogue of its own.
     func testStride2TilesBothTileGeometries() {
         var seed: UInt64 = 800
         for tiles in TileGeometry.allCases {
@@ -20,21 +20,22 @@ final class Stride2TilesTests: XCTestCase {
                 let x = randomTensor([1, cin, h, w], seed: seed), weight = randomTensor([cout, cin, 3, 3], seed: seed &+ 1)
                 let bias = randomTensor([cout], seed: seed &+ 2).scalars, res = randomTensor([1, cout, ho, wo], seed: seed &+ 3)
                 seed += 4
+                let activation = [Activation.silu, .relu, .leakyReLU][Int(seed / 4) % 3]
                 let weights = ConvWeights(weight, p)
                 XCTAssertEqual(weights.algorithm, .stride2Tiles3x3)
                 var y = [Float](repeating: .nan, count: cout * ho * wo)
                 y.withUnsafeMutableBufferPointer { py in
                     x.withMap { xm in
                         res.withMap { rm in
-                            conv2d(xm, weight: weights, bias: bias, p, activation: .silu, residual: rm,
+                            conv2d(xm, weight: weights, bias: bias, p, activation: activation, residual: rm,
                                    into: Map(py.baseAddress!, channels: cout, height: ho, width: wo), scratch: Scratch(),
                                    tiles: tiles)
                         }
                     }
                 }
-                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: .silu))
+                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: activation))
                 assertClose(Tensor(shape: [1, cout, ho, wo], scalars: y), expected, tolerance: tolerance(reduction: cin * 9),
-                            "stride 2 \(tiles) cin \(cin) cout \(cout) \(h)×\(w)")
+                            "stride 2 \(tiles) \(activation) cin \(cin) cout \(cout) \(h)×\(w)")
             }
         }
     }

@@ -49,5 +49,7 @@ final class WinogradTests: XCTestCase {
         checkConv2d(cin: 32, cout: 16, h: 160, w: 160, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 413)
         checkConv2d(cin: 32, cout: 1, h: 1, w: 1, kernel: 3, stride: 1, padding: 1, groups: 1, seed: 414)
         checkConv2d(cin: 16, cout: 8, h: 41, w: 37, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .silu, seed: 415)
+        checkConv2d(cin: 40, cout: 19, h: 15, w: 33, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .relu, seed: 416)
+        checkConv2d(cin: 40, cout: 19, h: 15, w: 33, kernel: 3, stride: 1, padding: 1, groups: 1, activation: .leakyReLU, seed: 417)
     }
 }

@@ -181,5 +181,16 @@ final class ArchitectureBoundsTests: XCTestCase {
         assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 65, "C3k2", [64, false, 0.25]]"#))
         // 8 · 0.25 · 0.5 rounds to 0 hidden channels: no empty convolution is built.
         assertInvalid(spec(#"[-1, 1, "Conv", [8, 3, 2]], [-1, 1, "C3k2", [8, false, 0.1]]"#, scales: "[0.5, 1.0, 1024]"))
+        // The older families' modules: 32 copies of a stride-64 GhostConv, an even SPP kernel, a
+        // Bottleneck with one kernel, a ZeroPad2d of two sides, a transposed conv that does not
+        // grow the map s times, a pool or conv padded past its kernel, a repeated Concat.
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 64, "GhostConv", [64, 3, 64]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "SPP", [64, [5, 8]]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "Bottleneck", [64, true, 1, [3]]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "nn.ZeroPad2d", [[0, 1]]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "nn.ConvTranspose2d", [64, 3, 2, 0]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "nn.MaxPool2d", [2, 2, 2]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2, 4]]"#))
+        assertInvalid(spec(#"[-1, 1, "Conv", [64, 3, 2]], [[-1, 0], 4, "Concat", [1]]"#))
     }
 }

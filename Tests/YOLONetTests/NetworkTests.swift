@@ -50,6 +50,26 @@ final class NetworkTests: XCTestCase {
         }
     }
 
+    /// The same for the older families' modules (Sequential copies, C2f, C2, C3, C3Ghost, GhostConv,
+    /// SPP, the max pools and zero padding, the transposed conv), with random weights: a range a
+    /// layer claims is exact.
+    func testInt8RangesOfOlderFamiliesAreExact() throws {
+        let x = Tensor(shape: [1, 3, 128, 64], scalars: (0..<(3 * 128 * 64)).map { Float($0 * 7 % 251) / 251 })
+        for name in ["yolov3-tinyu", "yolov5nu", "yolov6n", "yolov8n-ghost", "yolov8n-p6"] {
+            var weights = RandomWeights(precision: .int8)
+            let network = try Network(architecture: try XCTUnwrap(try Architecture.builtin(named: name)), weights: &weights)
+            var ranged = 0
+            let head = try network.forward(x, in: Workspace()) { i, y in
+                guard let range = y.range else { return }
+                let values = UnsafeBufferPointer(start: y.base, count: y.count)
+                XCTAssertEqual(range, ValueRange(lower: values.min()!, upper: values.max()!), "\(name) model.\(i)")
+                ranged += 1
+            }
+            XCTAssertGreaterThan(ranged, network.nodes.count / 2, name)
+            XCTAssertTrue(UnsafeBufferPointer(start: head.output.base, count: head.output.count).allSatisfy(\.isFinite), name)
+        }
+    }
+
     /// An int8 graph quantizes its input by `inputRange` when given one: the input's own range
     /// gives the outputs of the range it would measure, and a wider one other outputs.
     func testInt8InputRangeQuantizesTheInput() throws {
