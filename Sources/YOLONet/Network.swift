@@ -10,6 +10,9 @@ package struct Network: Sendable {
         "Conv": Conv.self, "DWConv": Conv.self, "C3k2": C3k2.self, "SPPF": SPPF.self, "C2PSA": C2PSA.self,
         "nn.Upsample": Upsample.self, "Concat": Concat.self,
         "Detect": Detect.self, "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
+        "RepNCSPELAN4": RepNCSPELAN4.self, "ELAN1": RepNCSPELAN4.self, "AConv": AConv.self, "ADown": ADown.self,
+        "SPPELAN": SPPELAN.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
+        "nn.Identity": Identity.self, "Silence": Identity.self,
     ]
 
     /// A node's module: a layer before the head, or the head.
