@@ -13,6 +13,7 @@ package struct Network: Sendable {
         "RepNCSPELAN4": RepNCSPELAN4.self, "ELAN1": RepNCSPELAN4.self, "AConv": AConv.self, "ADown": ADown.self,
         "SPPELAN": SPPELAN.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
         "nn.Identity": Identity.self, "Silence": Identity.self,
+        "SCDown": SCDown.self, "C2fCIB": C2fCIB.self, "PSA": PSA.self,
     ]
 
     /// A node's module: a layer before the head, or the head.
