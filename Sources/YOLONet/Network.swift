@@ -14,6 +14,7 @@ package struct Network: Sendable {
         "SPPELAN": SPPELAN.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
         "nn.Identity": Identity.self, "Silence": Identity.self,
         "SCDown": SCDown.self, "C2fCIB": C2fCIB.self, "PSA": PSA.self,
+        "A2C2f": A2C2f.self,
     ]
 
     /// A node's module: a layer before the head, or the head.
