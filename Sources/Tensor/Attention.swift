@@ -3,27 +3,34 @@ import CTargetFeatures
 /// with q, k: [keyDim, N] and v: [headDim, N] the head's rows of `qkv`,
 /// out[d][j] = Σ_i v[d][i] · p[i][j], where p[·][j] = softmax over keys i of scale · q[·][j] · k[·][i]
 /// (Ultralytics: `v @ softmax((qᵀ @ k) * scale, dim=-1)ᵀ`).
+/// With `areas` > 1 (YOLO12's `AAttn`), the positions split into that many consecutive runs of
+/// N / areas and each query attends only to the keys of its own run.
 ///
 /// - qkv: [heads, 2 · keyDim + headDim, N]. Returns [heads, headDim, N].
 ///
 /// Both products run on `packedGEMM` with the scores kept transposed (keys × queries), so the
 /// second product reads them as they lie and every thread takes whole query columns through
 /// all three steps: scores, softmax down each column, then the weighted sum of v.
-public func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
-    precondition(qkv.rank == 3 && keyDim > 0 && headDim > 0 && qkv.shape[1] == 2 * keyDim + headDim,
-                 "attention: qkv \(qkv.shape) with keyDim \(keyDim), headDim \(headDim)")
+public func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float, areas: Int = 1) -> Tensor {
+    precondition(qkv.rank == 3 && keyDim > 0 && headDim > 0 && qkv.shape[1] == 2 * keyDim + headDim
+                 && areas > 0 && qkv.shape[2] % areas == 0,
+                 "attention: qkv \(qkv.shape) with keyDim \(keyDim), headDim \(headDim), \(areas) areas")
     let (heads, n) = (qkv.shape[0], qkv.shape[2])
     return Tensor(shape: [heads, headDim, n]) { out in
         qkv.scalars.withUnsafeBufferPointer {
-            attention($0.baseAddress!, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, scale: scale,
-                      into: out.baseAddress!, scratch: Scratch())
+            attention($0.baseAddress!, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, areas: areas,
+                      scale: scale, into: out.baseAddress!, scratch: Scratch())
         }
     }
 }
 
 /// `attention` on buffers: qkv [heads, 2 · keyDim + headDim, positions] → out [heads, headDim, positions].
-package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, headDim: Int, positions n: Int, scale: Float,
-                       into out: UnsafeMutablePointer<Float>, scratch: Scratch) {
+/// Every row is `positions` long; an area reads and writes its run of `positions / areas` columns.
+package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, headDim: Int, positions: Int, areas: Int = 1,
+                       scale: Float, into out: UnsafeMutablePointer<Float>, scratch: Scratch) {
+    precondition(areas > 0 && positions % areas == 0, "attention: \(positions) positions in \(areas) areas")
+    // n: the positions attending to each other; ld: the rows' length.
+    let (n, ld) = (positions / areas, positions)
     let rowsPerHead = 2 * keyDim + headDim
     let keyPanels = (n + 7) / 8 * keyDim * 8, valuePanels = (headDim + 7) / 8 * n * 8
     let parts = Parallel.ranges(n, parts: Parallel.width, align: 48)
@@ -35,39 +42,41 @@ package func attention(_ qkv: UnsafePointer<Float>, heads: Int, keyDim: Int, hea
                                       ints: keyDim + n)
     let panels = floats, scores = floats + keyPanels + valuePanels, zeros = scores + n * n, temporaries = zeros + max(n, headDim)
     zeros.initialize(repeating: 0, count: max(n, headDim))
-    for d in 0..<keyDim { rows[d] = d * n }
+    for d in 0..<keyDim { rows[d] = d * ld }
     for i in 0..<n { rows[keyDim + i] = i * n }
     let (pa, sa, za, ra, ta) = (Address(panels), Address(scores), Address(zeros), Address(rows), Address(temporaries))
-    for h in 0..<heads {
-        let q = qkv + h * rowsPerHead * n, k = q + keyDim * n, v = k + keyDim * n
+    for block in 0..<(heads * areas) {
+        let (h, area) = block.quotientAndRemainder(dividingBy: areas)
+        let q = qkv + h * rowsPerHead * ld + area * n, k = q + keyDim * ld, v = k + keyDim * ld
         // Only the panels holding padding rows are zeroed, and a key panel's row, 8 adjacent values
         // of a row of k, is copied a vector at a time: this part runs on one thread.
         let keysWhole = n / 8 * keyDim * 8, valuesWhole = headDim / 8 * n * 8
         (panels + keysWhole).initialize(repeating: 0, count: keyPanels - keysWhole)
         (panels + keyPanels + valuesWhole).initialize(repeating: 0, count: valuePanels - valuesWhole)
         for i in stride(from: 0, to: n / 8 * 8, by: 8) {
-            for d in 0..<keyDim { panels.store(k.vector(d &* n &+ i) as Vec8, at: (i &* keyDim &+ d &* 8)) }
+            for d in 0..<keyDim { panels.store(k.vector(d &* ld &+ i) as Vec8, at: (i &* keyDim &+ d &* 8)) }
         }
         for i in (n / 8 * 8)..<n {
-            for d in 0..<keyDim { panels[((i / 8) * keyDim + d) * 8 + i % 8] = k[d * n + i] }
+            for d in 0..<keyDim { panels[((i / 8) * keyDim + d) * 8 + i % 8] = k[d * ld + i] }
         }
         for d in 0..<headDim {
-            let row = v + d &* n, to = panels + keyPanels + (d / 8) &* n &* 8 + d % 8
+            let row = v + d &* ld, to = panels + keyPanels + (d / 8) &* n &* 8 + d % 8
             for i in 0..<n { to[i &* 8] = row[i] }
         }
         Parallel.forEach(parts.count, AttentionColumns(
-            panels: pa, scores: sa, out: Address(out + h * headDim * n), zeros: za, rows: ra, temporaries: ta, q: Address(q),
-            parts: parts, keyDim: keyDim, headDim: headDim, n: n, keyPanels: keyPanels, gemm: gemm, scale: scale))
+            panels: pa, scores: sa, out: Address(out + h * headDim * ld + area * n), zeros: za, rows: ra, temporaries: ta,
+            q: Address(q), parts: parts, keyDim: keyDim, headDim: headDim, n: n, ld: ld, keyPanels: keyPanels, gemm: gemm,
+            scale: scale))
     }
 }
 
-/// `attention`'s part t of one head: query columns through scores, softmax and the weighted
-/// sum of v, with thread t's GEMM temporaries.
+/// `attention`'s part t of one head's area: query columns through scores, softmax and the
+/// weighted sum of v, with thread t's GEMM temporaries; q's and out's rows are `ld` long.
 private struct AttentionColumns: ParallelWork {
     let panels: Address<Float>, scores: Address<Float>, out: Address<Float>, zeros: Address<Float>
     let rows: Address<Int>, temporaries: Address<Float>, q: Address<Float>
     let parts: Partition
-    let keyDim: Int, headDim: Int, n: Int, keyPanels: Int, gemm: Int
+    let keyDim: Int, headDim: Int, n: Int, ld: Int, keyPanels: Int, gemm: Int
     let scale: Float
 
     func run(part t: Int, thread _: Int) {
@@ -77,14 +86,28 @@ private struct AttentionColumns: ParallelWork {
                    n: cols.count, c: s, ldc: n, none, scratch: temporaries.pointer + t * gemm)
         softmaxColumns(s, rows: n, stride: n, count: cols.count, scale: scale)
         packedGEMM(panels.pointer + keyPanels, m: headDim, k: n, b: s, rows: rows.pointer + keyDim, n: cols.count,
-                   c: out.pointer + cols.lowerBound, ldc: n, none, scratch: temporaries.pointer + t * gemm)
+                   c: out.pointer + cols.lowerBound, ldc: ld, none, scratch: temporaries.pointer + t * gemm)
     }
 }
 
 extension Reference {
-    /// Through `Reference.matmul` and `Reference.softmax`, as Ultralytics writes it.
-    public static func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float) -> Tensor {
-        let (heads, rowsPerHead, n) = (qkv.shape[0], qkv.shape[1], qkv.shape[2])
+    /// Through `Reference.matmul` and `Reference.softmax`, as Ultralytics writes it; areas one
+    /// after the other.
+    public static func attention(_ qkv: Tensor, keyDim: Int, headDim: Int, scale: Float, areas: Int = 1) -> Tensor {
+        let (heads, rowsPerHead, positions) = (qkv.shape[0], qkv.shape[1], qkv.shape[2])
+        guard areas == 1 else {
+            let n = positions / areas
+            /// Columns `c` of every row of `t` ([heads, rows, positions]).
+            func columns(_ t: Tensor, _ c: Range<Int>) -> Tensor {
+                Tensor(shape: [t.shape[0], t.shape[1], c.count],
+                       scalars: (0..<(t.shape[0] * t.shape[1])).flatMap { r in t.scalars[(r * positions + c.lowerBound)..<(r * positions + c.upperBound)] })
+            }
+            let parts = (0..<areas).map { attention(columns(qkv, ($0 * n)..<(($0 + 1) * n)), keyDim: keyDim, headDim: headDim, scale: scale) }
+            return Tensor(shape: [heads, headDim, positions], scalars: (0..<(heads * headDim)).flatMap { r in
+                parts.flatMap { $0.scalars[(r * n)..<((r + 1) * n)] }
+            })
+        }
+        let n = positions
         /// Rows `r` of every head: [heads, r.count, N].
         func rows(_ r: Range<Int>) -> Tensor {
             Tensor(shape: [heads, r.count, n], scalars: (0..<heads).flatMap { h in

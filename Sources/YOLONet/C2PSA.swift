@@ -2,23 +2,25 @@ import Foundation
 import Tensor
 
 /// Ultralytics `Attention`: multi-head self-attention over the H·W positions, plus a 3×3
-/// depthwise positional encoding of v. x: [1, C, H, W] → [1, C, H, W].
+/// depthwise positional encoding of v. x: [1, C, H, W] → [1, C, H, W]. Also YOLO12's `AAttn`
+/// (keys as wide as values, a 7×7 encoding, attention within each of `areas` runs of rows).
 struct Attention: Sendable {
     let qkv: Conv, proj: Conv, pe: Conv
-    let heads: Int, keyDim: Int, headDim: Int
+    let heads: Int, keyDim: Int, headDim: Int, areas: Int
     let scale: Float
 
-    init(_ w: inout some WeightSource, _ p: String, _ dim: Int, heads: Int, attnRatio: Double = 0.5) throws {
+    init(_ w: inout some WeightSource, _ p: String, _ dim: Int, heads: Int, attnRatio: Double = 0.5, peKernel: Int = 3,
+         areas: Int = 1) throws {
         guard dim % heads == 0 else {
             throw ModelError.invalidArchitecture(layer: -1, reason: "\(p): \(dim) channels do not split into \(heads) heads")
         }
-        self.heads = heads
+        (self.heads, self.areas) = (heads, areas)
         headDim = dim / heads
         keyDim = Int(Double(headDim) * attnRatio)
         scale = Float(pow(Double(keyDim), -0.5))
         qkv = try Conv(&w, p + ".qkv", dim, dim + 2 * keyDim * heads, activation: .none)
         proj = try Conv(&w, p + ".proj", dim, dim, activation: .none)
-        pe = try Conv(&w, p + ".pe", dim, dim, k: 3, g: dim, activation: .none)
+        pe = try Conv(&w, p + ".pe", dim, dim, k: peKernel, g: dim, activation: .none)
     }
 
     /// attention(x) + residual into y.
@@ -28,8 +30,8 @@ struct Attention: Sendable {
         // qkv: [heads·(2·keyDim + headDim), H, W] viewed as [heads, 2·keyDim + headDim, N].
         let qkv = qkv(x, ws), out = ws.map(channels: c, like: x), v = ws.map(channels: c, like: x)
         ws.observe(self.qkv.name, qkv)
-        attention(qkv.base, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, scale: scale, into: out.base,
-                  scratch: ws.scratch)  // [heads, headDim, N]
+        attention(qkv.base, heads: heads, keyDim: keyDim, headDim: headDim, positions: n, areas: areas, scale: scale,
+                  into: out.base, scratch: ws.scratch)  // [heads, headDim, N]
         let rows = 2 * keyDim + headDim
         for h in 0..<heads { qkv.channels((h * rows + 2 * keyDim)..<((h + 1) * rows)).write(to: v.channels((h * headDim)..<((h + 1) * headDim))) }
         let encoded = ws.map(channels: c, like: x)
@@ -42,9 +44,10 @@ struct Attention: Sendable {
         return result
     }
 
-    /// qᵀk ([N, keyDim] · [keyDim, N]) and v·attnᵀ ([headDim, N] · [N, N]) for every head.
+    /// qᵀk ([N, keyDim] · [keyDim, N]) and v·attnᵀ ([headDim, N] · [N, N]) for every head, over
+    /// N / areas positions in each area.
     func matmulFLOPs(positions n: Int) -> Double {
-        2 * Double(heads) * Double(n) * Double(n) * Double(keyDim + headDim)
+        2 * Double(heads) * Double(n) * Double(n / areas) * Double(keyDim + headDim)
     }
 }
 

@@ -1,0 +1,73 @@
+import Foundation
+import Tensor
+import TestSupport
+import XCTest
+import YOLONet
+
+/// YOLOv9 and YOLO12 graphs from their specs (`Specs/yolov9*.json`, `yolo12*.json`): the parameter
+/// counts PyTorch reports, a forward pass, and typed errors for rows their modules cannot build.
+final class ModernFamiliesTests: XCTestCase {
+    private static let specs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/YOLONet/Specs")
+
+    /// The spec `file` at `scale` (nil: a spec without scales).
+    private func spec(_ file: String, scale: String? = nil) throws -> Architecture {
+        var arch = try Architecture(json: String(decoding: try Data(contentsOf: Self.specs.appendingPathComponent(file + ".json")),
+                                                 as: UTF8.self))
+        arch.scale = scale
+        return arch
+    }
+
+    /// Unfused graphs (RepConv and BatchNorm unfolded), as `ArchitectureTests` counts YOLO26's.
+    func testParameterCountsMatchPyTorch() throws {
+        let expected: [(file: String, scale: String?, count: Int)] = [
+            ("yolov9t", nil, 2_128_720), ("yolov9s", nil, 7_318_368), ("yolov9m", nil, 20_216_160),
+            ("yolov9c", nil, 25_590_912), ("yolov9e", nil, 58_206_592),
+            ("yolo12", "n", 2_602_288), ("yolo12", "s", 9_284_096), ("yolo12", "m", 20_199_168),
+            ("yolo12", "l", 26_450_784), ("yolo12", "x", 59_210_784),
+            ("yolo12-cls", "n", 2_999_496), ("yolo12-cls", "l", 16_737_160),
+        ]
+        for (file, scale, count) in expected {
+            var weights = RandomWeights()
+            _ = try Network(architecture: try spec(file, scale: scale), weights: &weights)
+            XCTAssertEqual(weights.parameterCount, count, "\(file)\(scale ?? "") parameters")
+        }
+    }
+
+    /// Every module kind runs: AConv/ELAN1 (v9t), ADown/CBLinear/CBFuse (v9e), area attention
+    /// (yolo12n), its γ residual (yolo12l). The outputs are finite.
+    func testGraphsRun() throws {
+        for (file, scale) in [("yolov9t", nil), ("yolov9e", nil), ("yolo12", "n"), ("yolo12", "l"), ("yolo12-cls", "n")] as [(String, String?)] {
+            var weights = RandomWeights()
+            let network = try Network(architecture: try spec(file, scale: scale), weights: &weights)
+            let x = randomTensor([1, 3, 64, 96], seed: 5, range: 0...1)
+            let output = try network.forward(x).output
+            XCTAssertGreaterThan(output.count, 0, file)
+            XCTAssertTrue(output.scalars.allSatisfy(\.isFinite), "\(file)\(scale ?? ""): non-finite outputs")
+        }
+    }
+
+    private func assertInvalid(_ json: String, layer: Int, _ reason: String, line: UInt = #line) {
+        XCTAssertThrowsError(try { var w = RandomWeights(); _ = try Network(architecture: try Architecture(json: json), weights: &w) }(),
+                             line: line) { error in
+            guard case .invalidArchitecture(let l, let r)? = error as? ModelError else { return XCTFail("\(error)", line: line) }
+            XCTAssertEqual(l, layer, line: line)
+            XCTAssertTrue(r.contains(reason), r, line: line)
+        }
+    }
+
+    func testRowsTheModulesCannotBuildAreNamed() {
+        func arch(_ rows: String, scale: String = "n") -> String {
+            """
+            {"nc": 2, "scales": {"\(scale)": [1, 1, 1024]}, "scale": "\(scale)",
+             "backbone": [[-1, 1, "Conv", [32, 3, 2]], \(rows)], "head": [[-1, 1, "Classify", ["nc"]]]}
+            """
+        }
+        assertInvalid(arch(#"[-1, 1, "Conv", [32, 3, 2]], [[0, -1], 1, "CBFuse", [[0]]]"#), layer: 2, "is not a CBLinear")
+        assertInvalid(arch(#"[-1, 1, "CBLinear", [[16, 32]]], [[1, 0], 1, "CBFuse", [[2]]]"#), layer: 2, "is not a piece")
+        assertInvalid(arch(#"[-1, 1, "CBLinear", [[16, 32]]], [[1, 0], 1, "CBFuse", [[0]]]"#), layer: 2, "has 16 channels")
+        assertInvalid(arch(#"[-1, 1, "A2C2f", [48, true, 1]]"#), layer: 1, "multiple of 32")
+        assertInvalid(arch(#"[-1, 1, "A2C2f", [64, true, 1, true]]"#, scale: "l"), layer: 1, "implied")
+        assertInvalid(arch(#"[-1, 1, "RepNCSPELAN4", [64, 32, 16, 1, 2]]"#), layer: 1, "[c2, c3, c4, n]")
+    }
+}
