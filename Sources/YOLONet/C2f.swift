@@ -36,7 +36,7 @@ struct C2f: Layer {
         guard try spec.int(4, "groups", default: 1) == 1 else { throw spec.fail("grouped C3k2 is not supported") }
         try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(2, "expansion", default: 0.5)) { w, q, c in
             if attention { return try BottleneckPSA(&w, q, c, shortcut: shortcut) }
-            if c3k { return try C3.c3k(&w, q, c, c, n: 2, shortcut: shortcut) }
+            if c3k { return try C3k(&w, q, c, c, n: 2, shortcut: shortcut) }
             return try Bottleneck(&w, q, c, c, shortcut: shortcut)
         }
     }

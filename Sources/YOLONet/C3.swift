@@ -24,9 +24,9 @@ struct C3: CSPBlock, Layer {
     }
 
     /// Ultralytics `C3k`: `n` Bottlenecks with kernels k, k.
-    static func c3k(_ w: inout some WeightSource, _ p: String, _ c1: Int, _ c2: Int, n: Int = 2, shortcut: Bool = true,
-                    g: Int = 1, e: Double = 0.5, k: Int = 3) throws -> C3 {
-        try C3(&w, p, c1, c2, n: n, e: e) { try Bottleneck(&$0, $1, $2, $2, shortcut: shortcut, g: g, k1: k, k2: k, e: 1) }
+    init(_ w: inout some WeightSource, _ p: String, _ c1: Int, _ c2: Int, n: Int = 2, shortcut: Bool = true, g: Int = 1,
+         e: Double = 0.5, k: Int = 3) throws {
+        try self.init(&w, p, c1, c2, n: n, e: e) { try Bottleneck(&$0, $1, $2, $2, shortcut: shortcut, g: g, k1: k, k2: k, e: 1) }
     }
 
     /// A `C3` or `C3Ghost` row: [c2, shortcut, g, e].
@@ -75,3 +75,6 @@ struct C3: CSPBlock, Layer {
         self(input(0), into: y!, ws)
     }
 }
+
+/// Ultralytics `C3k`: a C3 of k×k Bottlenecks (`C3.init(_:_:_:_:n:shortcut:g:e:k:)`).
+typealias C3k = C3

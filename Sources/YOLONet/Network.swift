@@ -8,10 +8,9 @@ package struct Network: Sendable {
     /// The module types a spec row can name, by its Ultralytics module name.
     static let modules: [String: any Module.Type] = [
         "Conv": Conv.self, "DWConv": Conv.self, "C3k2": C2f.self, "SPPF": SPPF.self, "C2PSA": C2PSA.self,
-        "nn.Upsample": Upsample.self, "Concat": Concat.self,
         "C2f": C2f.self, "C2": C2.self, "C3": C3.self, "C3Ghost": C3.self, "Bottleneck": Bottleneck.self, "SPP": SPPF.self,
         "GhostConv": GhostConv.self, "nn.MaxPool2d": MaxPool.self, "nn.ZeroPad2d": ZeroPad.self,
-        "nn.ConvTranspose2d": ConvTranspose.self,
+        "nn.ConvTranspose2d": ConvTranspose.self, "nn.Upsample": Upsample.self, "Concat": Concat.self,
         "Detect": Detect.self, "Segment": Detect.self, "Pose": Detect.self, "OBB": Detect.self, "v10Detect": Detect.self,
         "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
         "RepNCSPELAN4": RepNCSPELAN4.self, "ELAN1": RepNCSPELAN4.self, "AConv": AConv.self, "ADown": ADown.self,
