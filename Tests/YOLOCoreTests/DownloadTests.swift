@@ -354,6 +354,20 @@ final class DownloadTests: XCTestCase {
         }
     }
 
+    /// Ultralytics' release asset names (8.4.190 `GITHUB_ASSETS_NAMES`) in the families and
+    /// tasks yolo-swift runs, and nothing else.
+    func testOfficialNamesAreTheReleaseAssetsWeRun() {
+        for name in ["yolo26n", "yolo26x-cls", "yolo11x-seg", "yolov8s-pose", "yolov8m-obb", "yolov8l-cls", "yolov8n-oiv7",
+                     "yolo12n", "yolov10b", "yolov9t", "yolov9e-seg", "yolov5nu", "yolov5s6u", "yolov3u", "yolov3-tinyu",
+                     "yolov3-sppu"] {
+            XCTAssertTrue(ModelLocator.isOfficial(name), name)
+        }
+        for name in ["yolo26q", "yolo12n-seg", "yolov9t-seg", "yolov10n-seg", "yolov5n", "yolov3", "yolov8s-world",
+                     "yolo26n-sem", "rtdetr-l", "yolov6n", "yolov8n.pt"] {
+            XCTAssertFalse(ModelLocator.isOfficial(name), name)
+        }
+    }
+
     /// `YOLO("https://…")`, as `yolo predict --model URL` calls it, downloads through the cache.
     func testURLIsAcceptedAsAModelName() async throws {
         let url = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
