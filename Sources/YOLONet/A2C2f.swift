@@ -32,7 +32,7 @@ struct A2C2f: Layer {
         var channels: Int {
             switch self {
             case .attention(let blocks, _): blocks[0].ffn1.channels
-            case .c3k(let c): c.channels
+            case .c3k(let c): c.cv3.channels
             }
         }
 
