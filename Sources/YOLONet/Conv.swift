@@ -20,12 +20,19 @@ struct Conv: Layer {
             throw ModelError.invalidArchitecture(layer: -1, reason: "\(prefix): no convolution of \(c1) → \(c2) channels in \(g) groups")
         }
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
-        parameters = Conv2DParameters(kernel: k, stride: s, padding: k / 2, groups: g)
         // An int8 graph quantizes its ungrouped convolutions but for the heads' plain outputs.
-        weights = source.precision == .int8 && g == 1 && !plain ? .int8(QuantizedConvWeights(w)) : .fp32(ConvWeights(w, parameters))
+        self.init(prefix, weight: w, bias: b, s: s, g: g, activation: plain ? .none : activation,
+                  quantized: source.precision == .int8 && g == 1 && !plain)
+    }
+
+    /// A convolution of weights [c2, c1 / g, k, k] and bias [c2] made at load (a reparameterized
+    /// block's sum of branches), padding k/2; `quantized`: run in int8.
+    init(_ name: String, weight w: Tensor, bias b: [Float], s: Int = 1, g: Int = 1, activation: Activation, quantized: Bool) {
+        parameters = Conv2DParameters(kernel: w.shape[2], stride: s, padding: w.shape[2] / 2, groups: g)
+        weights = quantized ? .int8(QuantizedConvWeights(w)) : .fp32(ConvWeights(w, parameters))
         (shape, bias) = (w.shape, b)
-        self.activation = plain ? .none : activation
-        name = prefix
+        self.activation = activation
+        self.name = name
     }
 
     /// A `Conv` or `DWConv` row: [c2, k, s].

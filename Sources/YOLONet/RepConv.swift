@@ -5,14 +5,6 @@ import Tensor
 /// convolution (`conv.weight`, `conv.bias`); an unfused one the branches, each with its
 /// BatchNorm, which are folded and summed here as Ultralytics' `fuse` would.
 extension Conv {
-    /// A convolution of weights [c2, c1 / g, k, k] and bias [c2] made at load (a reparameterized
-    /// block's sum of branches, A2C2f's γ), padding k/2; `quantized`: run in int8.
-    init(_ name: String, weight: Tensor, bias: [Float], s: Int = 1, g: Int = 1, activation: Activation, quantized: Bool) {
-        parameters = Conv2DParameters(kernel: weight.shape[2], stride: s, padding: weight.shape[2] / 2, groups: g)
-        weights = quantized ? .int8(QuantizedConvWeights(weight)) : .fp32(ConvWeights(weight, parameters))
-        (shape, self.bias, self.activation, self.name) = (weight.shape, bias, activation, name)
-    }
-
     /// Ultralytics `RepConv` (YOLOv9's `RepBottleneck.cv1`): 3×3 conv + BN plus 1×1 conv + BN
     /// (`conv1`, `conv2`), then SiLU, as one 3×3 conv, the 1×1 kernel added at the centre
     /// (`get_equivalent_kernel_bias`). YOLO blocks build it with `bn=False`: no identity branch.
