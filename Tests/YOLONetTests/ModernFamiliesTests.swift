@@ -65,6 +65,14 @@ final class ModernFamiliesTests: XCTestCase {
         assertClose(y, expected, tolerance: 1e-5, "x + γ · cv2")
     }
 
+    /// The memory estimate counts an area attention's scores per area: yolo12n at 1280 × 1280 has
+    /// 80² positions in 4 areas at P4 and 40² in one at P5, so 1600² floats at most.
+    func testAttentionScoresAreEstimatedPerArea() throws {
+        var weights = RandomWeights()
+        let network = try Network(architecture: try spec("yolo12", scale: "n"), weights: &weights)
+        XCTAssertEqual(network.estimatedBytes(height: 1280, width: 1280, bytesPerPixel: 0), 4 * 1600 * 1600)
+    }
+
     private func assertInvalid(_ json: String, layer: Int, _ reason: String, line: UInt = #line) {
         XCTAssertThrowsError(try { var w = RandomWeights(); _ = try Network(architecture: try Architecture(json: json), weights: &w) }(),
                              line: line) { error in
