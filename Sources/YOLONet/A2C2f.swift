@@ -32,7 +32,7 @@ struct A2C2f: Layer {
         var channels: Int {
             switch self {
             case .attention(let blocks, _): blocks[0].ffn1.channels
-            case .c3k(let c): c.channels
+            case .c3k(let c): c.cv3.channels
             }
         }
 
@@ -109,6 +109,7 @@ struct A2C2f: Layer {
     var parameterCount: Int { chain.convs.parameterCount + (gamma?.channels ?? 0) }
     var consumesInput: Bool { gamma == nil }
     var hasAttention: Bool { chain.blocks.contains { !$0.attention.isEmpty } }
+    var attentionAreas: Int { chain.blocks.flatMap(\.attention).map(\.areas).min() ?? 1 }
 
     func flops(inputs: [Plane], output: Plane) -> Double {
         chain.blocks.flatMap(\.attention).reduce(chain.convs.flops(output)) {

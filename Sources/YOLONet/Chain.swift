@@ -46,7 +46,3 @@ struct Chain<Block: ChainBlock>: Sendable {
         return out
     }
 }
-
-extension C3k: ChainBlock {
-    var channels: Int { cv3.channels }
-}

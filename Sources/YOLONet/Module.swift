@@ -19,11 +19,15 @@ protocol Module: Sendable {
     var parameterCount: Int { get }
     /// Whether it holds an attention block, whose scores grow with the square of the positions.
     var hasAttention: Bool { get }
+    /// The fewest areas its attention splits the positions into (YOLO12's area attention):
+    /// the largest scores are (positions / areas)².
+    var attentionAreas: Int { get }
 }
 
 extension Module {
     static var repeatable: Bool { false }
     var hasAttention: Bool { false }
+    var attentionAreas: Int { 1 }
 }
 
 /// A map's height and width.

@@ -57,7 +57,7 @@ struct RepNCSPELAN4: Layer {
             switch self {
             case .conv(let conv): return conv(x, into: y, ws)
             case .csp(let csp, let conv, _):
-                let t = csp(x, into: ws.map(channels: csp.channels, like: x), ws)
+                let t = csp(x, into: ws.map(channels: csp.cv3.channels, like: x), ws)
                 ws.observe(csp.name, t)
                 let out = conv(t, into: y, ws)
                 ws.release(t)

@@ -197,9 +197,10 @@ extension Network {
     /// Bytes a pass on a height × width input needs, estimated without allocating them:
     /// `bytesPerPixel` (a pass's activations and kernel temporaries measured at a small size,
     /// over its pixel count: they grow with the pixel count) × pixels, plus the attention
-    /// scores, positions² floats, which grow with its square.
+    /// scores, (positions / areas)² floats, which grow with its square.
     package func estimatedBytes(height: Int, width: Int, bytesPerPixel: Double) -> Double {
-        let positions = nodes.filter { $0.role.module.hasAttention }.map { Double((height / $0.stride) * (width / $0.stride)) }.max() ?? 0
+        let positions = nodes.filter { $0.role.module.hasAttention }
+            .map { Double((height / $0.stride) * (width / $0.stride) / $0.role.module.attentionAreas) }.max() ?? 0
         return bytesPerPixel * Double(height * width) + Double(MemoryLayout<Float>.stride) * positions * positions
     }
 

@@ -47,6 +47,32 @@ final class ModernFamiliesTests: XCTestCase {
         }
     }
 
+    /// At the l and x scales an A2C2f with area attention returns x + γ · cv2(…), γ per channel
+    /// (`gamma`), and its ABlocks' mlp expands by 1.2.
+    func testLargeScaleA2C2fAddsGammaScaledOutput() throws {
+        let arch = """
+            {"nc": 2, "scales": {"l": [1, 1, 1024]}, "scale": "l",
+             "backbone": [[-1, 1, "Conv", [64, 3, 2]], [-1, 1, "A2C2f", [64, true, 2]]], "head": [[-1, 1, "Classify", ["nc"]]]}
+            """
+        let tensors = try randomCheckpoint(arch: arch, task: "classify")
+        XCTAssertEqual(tensors["model.1.m.0.1.mlp.0.conv.weight"]?.shape, [38, 32, 1, 1])
+        var traced = [String: Tensor]()
+        _ = try loadCheckpoint(tensors, arch: arch, task: "classify").network
+            .trace(randomTensor([1, 3, 16, 16], seed: 3, range: 0...1)) { traced[$0] = $1 }
+        let x = try XCTUnwrap(traced["model.0"]), t = try XCTUnwrap(traced["model.1.cv2"]), y = try XCTUnwrap(traced["model.1"])
+        let gamma = try XCTUnwrap(tensors["model.1.gamma"]).scalars, plane = x.shape[2] * x.shape[3]
+        let expected = Tensor(shape: x.shape, scalars: x.scalars.indices.map { x.scalars[$0] + gamma[$0 / plane] * t.scalars[$0] })
+        assertClose(y, expected, tolerance: 1e-5, "x + γ · cv2")
+    }
+
+    /// The memory estimate counts an area attention's scores per area: yolo12n at 1280 × 1280 has
+    /// 80² positions in 4 areas at P4 and 40² in one at P5, so 1600² floats at most.
+    func testAttentionScoresAreEstimatedPerArea() throws {
+        var weights = RandomWeights()
+        let network = try Network(architecture: try spec("yolo12", scale: "n"), weights: &weights)
+        XCTAssertEqual(network.estimatedBytes(height: 1280, width: 1280, bytesPerPixel: 0), 4 * 1600 * 1600)
+    }
+
     private func assertInvalid(_ json: String, layer: Int, _ reason: String, line: UInt = #line) {
         XCTAssertThrowsError(try { var w = RandomWeights(); _ = try Network(architecture: try Architecture(json: json), weights: &w) }(),
                              line: line) { error in
