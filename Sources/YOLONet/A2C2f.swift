@@ -18,57 +18,31 @@ extension PSABlock {
 /// `residual` (the l and x scales) the output is x + γ · cv2(…), γ per channel (`gamma`).
 /// x: [c1, H, W] → [c2, H, W].
 struct A2C2f: Layer {
-    enum Block: ChainBlock {
-        case attention([PSABlock], name: String)
-        case c3k(C3k)
+    /// A block with a2: two ABlocks (`m.i.0`, `m.i.1`) one after the other, the last into y.
+    struct ABlocks: CSPBlock {
+        let name: String
+        let blocks: [PSABlock]
 
-        var name: String {
-            switch self {
-            case .attention(_, let name): name
-            case .c3k(let c): c.name
-            }
-        }
+        var channels: Int { blocks[0].ffn1.channels }
+        var convs: [Conv] { blocks.flatMap(\.convs) }
+        var attention: [Attention] { blocks.map(\.attn) }
 
-        var channels: Int {
-            switch self {
-            case .attention(let blocks, _): blocks[0].ffn1.channels
-            case .c3k(let c): c.cv3.channels
-            }
-        }
-
-        var convs: [Conv] {
-            switch self {
-            case .attention(let blocks, _): blocks.flatMap(\.convs)
-            case .c3k(let c): c.convs
-            }
-        }
-
-        var attention: [Attention] {
-            if case .attention(let blocks, _) = self { return blocks.map(\.attn) }
-            return []
-        }
-
-        /// The ABlocks one after the other, the last into y.
         func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
-            switch self {
-            case .c3k(let c): return c(x, into: y, ws)
-            case .attention(let blocks, _):
-                var a = x
-                for (j, block) in blocks.enumerated() {
-                    let last = j == blocks.count - 1
-                    let next = block(a, into: last ? y : ws.map(channels: y.channels, like: y), ws)
-                    if !last { ws.observe(block.name, next) }
-                    if j > 0 { ws.release(a) }
-                    a = next
-                }
-                return a
+            var a = x
+            for (j, block) in blocks.enumerated() {
+                let last = j == blocks.count - 1
+                let next = block(a, into: last ? y : ws.map(channels: y.channels, like: y), ws)
+                if !last { ws.observe(block.name, next) }
+                if j > 0 { ws.release(a) }
+                a = next
             }
+            return a
         }
     }
 
     static var repeatable: Bool { true }
 
-    let chain: Chain<Block>
+    let chain: Chain
     /// γ as a depthwise 1×1 convolution of zero bias whose residual is x: x + γ · t.
     let gamma: Conv?
 
@@ -89,10 +63,10 @@ struct A2C2f: Layer {
         guard c % 32 == 0 else { throw spec.fail("A2C2f's hidden channels \(c) must be a multiple of 32 (heads of 32)") }
         let areas = a2 ? try spec.int(2, "area", default: 1, in: 1...64) : 1
         let cv1 = try Conv(&w, p + ".cv1", c1, c), cv2 = try Conv(&w, p + ".cv2", (1 + spec.repeats) * c, c2)
-        let blocks: [Block] = try (0..<spec.repeats).map { i in
+        let blocks: [any CSPBlock] = try (0..<spec.repeats).map { i in
             let q = p + ".m.\(i)"
-            return a2 ? .attention(try (0..<2).map { try PSABlock(area: &w, q + ".\($0)", c, areas: areas, mlpRatio: mlpRatio) }, name: q)
-                : .c3k(try C3k(&w, q, c, c, n: 2, shortcut: shortcut))
+            guard a2 else { return try C3k(&w, q, c, c, n: 2, shortcut: shortcut) }
+            return ABlocks(name: q, blocks: try (0..<2).map { try PSABlock(area: &w, q + ".\($0)", c, areas: areas, mlpRatio: mlpRatio) })
         }
         chain = Chain(first: cv1, last: cv2, blocks: blocks, tail: c)
         if a2 && residual {
@@ -105,17 +79,12 @@ struct A2C2f: Layer {
         }
     }
 
-    var channels: Int { chain.last.channels }
+    var channels: Int { chain.channels }
     var parameterCount: Int { chain.convs.parameterCount + (gamma?.channels ?? 0) }
     var consumesInput: Bool { gamma == nil }
-    var hasAttention: Bool { chain.blocks.contains { !$0.attention.isEmpty } }
-    var attentionAreas: Int { chain.blocks.flatMap(\.attention).map(\.areas).min() ?? 1 }
-
-    func flops(inputs: [Plane], output: Plane) -> Double {
-        chain.blocks.flatMap(\.attention).reduce(chain.convs.flops(output)) {
-            $0 + $1.matmulFLOPs(positions: output.height * output.width)
-        }
-    }
+    var hasAttention: Bool { !chain.attention.isEmpty }
+    var attentionAreas: Int { chain.attention.map(\.areas).min() ?? 1 }
+    func flops(inputs: [Plane], output: Plane) -> Double { chain.flops(output) }
 
     /// With γ, x is read last, by γ's residual: the layer keeps its input and takes `y`.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {

@@ -1,24 +1,27 @@
 import Tensor
 
-/// A block of a CSP module's chain (`C2f`, `C2`, `C3`): x [c, H, W] → y [c, H, W], y apart from x.
+/// A block of a CSP module's chain (`C2`, `C3`, a `Chain`'s): x [c1, H, W] → y [channels, H, W],
+/// y apart from x.
 protocol CSPBlock: Sendable {
     /// Its `state_dict` prefix, the name its output is observed by.
     var name: String { get }
+    /// Output channels: a `Chain` gives the block a piece of that many.
+    var channels: Int { get }
     var convs: [Conv] { get }
+    /// Its attention blocks, whose matrix products cost FLOPs besides its convolutions'.
+    var attention: [Attention] { get }
     /// Returns `y` with its range as its last convolution measured it (`Conv.callAsFunction`), or
     /// none when an add after it changed the values (GhostBottleneck).
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map
-    /// 2 × multiply-adds of its matrix products other than convolutions, on `positions` pixels.
-    func matmulFLOPs(positions: Int) -> Double
 }
 
 extension CSPBlock {
-    func matmulFLOPs(positions: Int) -> Double { 0 }
+    var attention: [Attention] { [] }
 }
 
 extension [any CSPBlock] {
     var convs: [Conv] { flatMap(\.convs) }
-    func matmulFLOPs(positions: Int) -> Double { reduce(0) { $0 + $1.matmulFLOPs(positions: positions) } }
+    var attention: [Attention] { flatMap(\.attention) }
 }
 
 /// Ultralytics `Bottleneck`: cv2(cv1(x)), plus x when `shortcut` and c1 == c2.

@@ -1,76 +1,58 @@
 import Tensor
 
-/// Ultralytics `C2f` (YOLOv8) and `C3k2` (a C2f whose blocks are Bottlenecks, C3k, or
-/// Bottleneck + PSABlock; YOLO11, YOLO26): split cv1(x) into two halves, chain the blocks on the
-/// last piece, cv2 over all pieces. x: [c1, H, W] → [c2, H, W]; pieces of int(c2 · e) channels.
+/// Ultralytics `C2f` (YOLOv8), `C3k2` (a C2f whose blocks are Bottlenecks, C3k, or Bottleneck +
+/// PSABlock; YOLO11, YOLO26) and `C2fCIB` (YOLOv10; CIBs): a `Chain` on cv1(x)'s two halves,
+/// cv2 over all pieces. x: [c1, H, W] → [c2, H, W]; pieces of int(c2 · e) channels.
 struct C2f: Layer {
     static var repeatable: Bool { true }
 
-    let cv1: Conv, cv2: Conv
-    let hidden: Int
-    let m: [any CSPBlock]
+    let chain: Chain
 
     /// `block(weights, prefix, hidden)` builds each of the `n` blocks.
     init<W: WeightSource>(_ w: inout W, _ p: String, _ c1: Int, _ c2: Int, n: Int, e: Double,
                           block: (inout W, String, Int) throws -> any CSPBlock) throws {
         let c = Int(Double(c2) * e)
-        cv1 = try Conv(&w, p + ".cv1", c1, 2 * c)
-        cv2 = try Conv(&w, p + ".cv2", (2 + n) * c, c2)
-        m = try (0..<n).map { try block(&w, p + ".m.\($0)", c) }
-        hidden = c
+        let cv1 = try Conv(&w, p + ".cv1", c1, 2 * c), cv2 = try Conv(&w, p + ".cv2", (2 + n) * c, c2)
+        chain = Chain(first: cv1, last: cv2, blocks: try (0..<n).map { try block(&w, p + ".m.\($0)", c) }, tail: c)
     }
 
     /// A `C2f` row: [c2, shortcut = false, g, e], 3×3 Bottlenecks (e = 1).
     /// A `C3k2` row: [c2, c3k, e, attn, g, shortcut = true]; the m, l and x scales always use C3k.
+    /// A `C2fCIB` row: [c2, shortcut = false, lk, g, e].
     init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
         let (c1, c2) = (spec.inputChannels[0], try spec.outChannels())
-        guard spec.row.module == "C3k2" else {
+        switch spec.row.module {
+        case "C3k2":
+            let c3k = ["m", "l", "x"].contains(spec.architecture.resolvedScale ?? "") ? true : try spec.bool(1, "c3k", default: false)
+            let attention = try spec.bool(3, "attn", default: false), shortcut = try spec.bool(5, "shortcut", default: true)
+            guard try spec.int(4, "groups", default: 1) == 1 else { throw spec.fail("grouped C3k2 is not supported") }
+            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(2, "expansion", default: 0.5)) { w, q, c in
+                if attention { return try BottleneckPSA(&w, q, c, shortcut: shortcut) }
+                if c3k { return try C3k(&w, q, c, c, n: 2, shortcut: shortcut) }
+                return try Bottleneck(&w, q, c, c, shortcut: shortcut)
+            }
+        case "C2fCIB":
+            let shortcut = try spec.bool(1, "shortcut", default: false), lk = try spec.bool(2, "lk", default: false)
+            guard try spec.int(3, "groups", default: 1) == 1 else { throw spec.fail("grouped C2fCIB is not supported") }
+            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(4, "expansion", default: 0.5)) {
+                try CIB(&$0, $1, $2, $2, shortcut: shortcut, lk: lk)
+            }
+        default:
             let shortcut = try spec.bool(1, "shortcut", default: false), g = try spec.int(2, "groups", default: 1)
             try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(3, "expansion", default: 0.5)) {
                 try Bottleneck(&$0, $1, $2, $2, shortcut: shortcut, g: g, e: 1)
             }
-            return
-        }
-        let c3k = ["m", "l", "x"].contains(spec.architecture.resolvedScale ?? "") ? true : try spec.bool(1, "c3k", default: false)
-        let attention = try spec.bool(3, "attn", default: false), shortcut = try spec.bool(5, "shortcut", default: true)
-        guard try spec.int(4, "groups", default: 1) == 1 else { throw spec.fail("grouped C3k2 is not supported") }
-        try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(2, "expansion", default: 0.5)) { w, q, c in
-            if attention { return try BottleneckPSA(&w, q, c, shortcut: shortcut) }
-            if c3k { return try C3k(&w, q, c, c, n: 2, shortcut: shortcut) }
-            return try Bottleneck(&w, q, c, c, shortcut: shortcut)
         }
     }
 
-    var channels: Int { cv2.channels }
-    var convs: [Conv] { [cv1, cv2] + m.convs }
-    var parameterCount: Int { convs.parameterCount }
+    var channels: Int { chain.channels }
+    var parameterCount: Int { chain.convs.parameterCount }
     var consumesInput: Bool { true }
-    var hasAttention: Bool { m.contains { $0 is BottleneckPSA } }
+    var hasAttention: Bool { !chain.attention.isEmpty }
+    func flops(inputs: [Plane], output: Plane) -> Double { chain.flops(output) }
 
-    func flops(inputs: [Plane], output: Plane) -> Double {
-        convs.flops(output) + m.matmulFLOPs(positions: output.height * output.width)
-    }
-
-    /// cv1 writes the first two pieces of cv2's input, each block the next piece from the last.
-    /// The output goes into `y` when given, else into a map of `ws` allocated once the blocks are
-    /// done; x is released after cv1 when `consuming` (this is its last reader): the block then
-    /// holds its input, pieces and output at different times, which lowers yolo26n's peak.
-    /// Each piece's range bounds the next block's input, and together they bound cv2's.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
-        let x = input(0)
-        let pieces = ws.map(channels: (2 + m.count) * hidden, like: x)
-        let head = cv1(x, into: pieces.channels(0..<(2 * hidden)), ws)
-        ws.observe(cv1.name, head)
-        if consuming { ws.release(x) }
-        var last = pieces.channels(hidden..<(2 * hidden)).bounded(by: head.range), range = head.range
-        for (j, block) in m.enumerated() {
-            last = block(last, into: pieces.channels((2 + j) * hidden..<((3 + j) * hidden)), ws)
-            ws.observe(block.name, last)
-            range = .union(range, last.range)
-        }
-        let out = cv2(pieces.bounded(by: range), into: y ?? cv2.output(pieces, ws), ws)
-        ws.release(pieces)
-        return out
+        chain(input(0), into: y, consuming: consuming, ws)
     }
 }
 
@@ -85,8 +67,9 @@ struct BottleneckPSA: CSPBlock {
         name = p
     }
 
+    var channels: Int { bottleneck.channels }
     var convs: [Conv] { bottleneck.convs + psa.convs }
-    func matmulFLOPs(positions: Int) -> Double { psa.attn.matmulFLOPs(positions: positions) }
+    var attention: [Attention] { [psa.attn] }
 
     func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map {
         let t = bottleneck(x, into: ws.map(channels: y.channels, like: y), ws)

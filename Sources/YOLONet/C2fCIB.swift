@@ -3,7 +3,7 @@ import Tensor
 /// Ultralytics `CIB` (compact inverted block), as C2fCIB builds it (e = 1): five convolutions
 /// `cv1.0`–`cv1.4` (3×3 depthwise, 1×1 to 2·c2, 3×3 depthwise or with `lk` a RepVGGDW 7×7,
 /// 1×1 to c2, 3×3 depthwise), plus x when `shortcut` and c1 == c2. x: [c1, H, W] → [c2, H, W].
-struct CIB: ChainBlock {
+struct CIB: CSPBlock {
     let name: String
     let cv1: [Conv]
     let residual: Bool
@@ -32,33 +32,5 @@ struct CIB: ChainBlock {
         let out = cv1[4](a, into: y, residual: residual ? x : nil, ws)
         ws.release(a)
         return out
-    }
-}
-
-/// Ultralytics `C2fCIB` (YOLOv10): a C2f whose blocks are CIBs. cv1 to 2·c (c = int(c2 · e))
-/// split in halves, n CIBs chained on the second, cv2 over all pieces. x: [c1, H, W] → [c2, H, W].
-struct C2fCIB: Layer {
-    static var repeatable: Bool { true }
-
-    let chain: Chain<CIB>
-
-    /// A `C2fCIB` row: [c2, shortcut, lk, g, e].
-    init(_ spec: ModuleSpec, _ w: inout some WeightSource) throws {
-        let (c1, c2) = (spec.inputChannels[0], try spec.outChannels())
-        let shortcut = try spec.bool(1, "shortcut", default: false), lk = try spec.bool(2, "lk", default: false)
-        guard try spec.int(3, "groups", default: 1) == 1 else { throw spec.fail("grouped C2fCIB is not supported") }
-        let c = Int(Double(c2) * (try spec.double(4, "expansion", default: 0.5))), p = spec.prefix
-        let cv1 = try Conv(&w, p + ".cv1", c1, 2 * c), cv2 = try Conv(&w, p + ".cv2", (2 + spec.repeats) * c, c2)
-        chain = Chain(first: cv1, last: cv2,
-                      blocks: try (0..<spec.repeats).map { try CIB(&w, p + ".m.\($0)", c, c, shortcut: shortcut, lk: lk) }, tail: c)
-    }
-
-    var channels: Int { chain.last.channels }
-    var parameterCount: Int { chain.convs.parameterCount }
-    var consumesInput: Bool { true }
-    func flops(inputs: [Plane], output: Plane) -> Double { chain.convs.flops(output) }
-
-    func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
-        chain(input(0), into: y, consuming: consuming, ws)
     }
 }

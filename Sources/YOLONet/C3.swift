@@ -5,6 +5,7 @@ import Tensor
 /// - `C3`: Bottlenecks with kernels 1 then 3 (e = 1).
 /// - `C3k` (inside YOLO11's C3k2): Bottlenecks with kernels k, k.
 /// - `C3Ghost` (YOLOv8-ghost): GhostBottlenecks.
+/// - `RepCSP` (RepNCSPELAN4's stages): RepBottlenecks (`Bottleneck.init(rep:_:_:_:)`).
 struct C3: CSPBlock, Layer {
     let name: String
     let cv1: Conv, cv2: Conv, cv3: Conv

@@ -1,33 +1,31 @@
 import Tensor
 
-/// A block of a `Chain`: reads the last piece, writes the next.
-protocol ChainBlock: Sendable {
-    /// Its `state_dict` prefix, the name its output is observed by.
-    var name: String { get }
-    /// Output channels.
-    var channels: Int { get }
-    var convs: [Conv] { get }
-    /// The block on x into y (same plane); returns `y` with its range as its last convolution
-    /// measured it (`Conv.callAsFunction`).
-    func callAsFunction(_ x: Map, into y: Map, _ ws: Workspace) -> Map
-}
-
-/// The aggregation of C2f-style modules (C2fCIB, A2C2f, RepNCSPELAN4, ELAN1):
-/// last(cat(cv1(x), b₁(·), b₂(·), …)), where cv1's output holds the first pieces, each block reads
-/// the previous piece (at first cv1's last `tail` channels) and `last` joins them all.
+/// The aggregation of the C2f family (C2f, C3k2, C2fCIB, A2C2f, RepNCSPELAN4, ELAN1):
+/// last(cat(first(x), b₁(·), b₂(·), …)), where first's output holds the first pieces (two halves in
+/// C2f, one piece in A2C2f), each block reads the previous piece (at first, first's last `tail`
+/// channels) and writes one of its own channels, and `last` joins them all.
 /// x: [c1, H, W] → [last.channels, H, W].
-struct Chain<Block: ChainBlock>: Sendable {
+struct Chain: Sendable {
     let first: Conv, last: Conv
-    let blocks: [Block]
-    /// Channels of cv1's last piece, the first block's input.
+    let blocks: [any CSPBlock]
+    /// Channels of first's last piece, the first block's input.
     let tail: Int
 
-    var convs: [Conv] { [first, last] + blocks.flatMap(\.convs) }
+    var channels: Int { last.channels }
+    var convs: [Conv] { [first, last] + blocks.convs }
+    var attention: [Attention] { blocks.attention }
 
-    /// cv1 writes the front of `last`'s input, each block the next piece. The output goes into `y`
-    /// when given, else into a map of `ws` allocated once the blocks are done; x is released after
-    /// cv1 when `consuming` (its last reader). Each piece's range bounds the next block's input,
-    /// and together they bound `last`'s (as in `C3k2`).
+    /// 2 × multiply-adds of its convolutions and attention for an output of plane `output`.
+    func flops(_ output: Plane) -> Double {
+        attention.reduce(convs.flops(output)) { $0 + $1.matmulFLOPs(positions: output.height * output.width) }
+    }
+
+    /// first writes the front of `last`'s input, each block the next piece, in place. The output
+    /// goes into `y` when given, else into a map of `ws` allocated once the blocks are done; x is
+    /// released after first when `consuming` (this is its last reader): the module then holds its
+    /// input, pieces and output at different times, which lowers yolo26n's peak.
+    /// Each piece's range bounds the next block's input, and together they bound `last`'s (none
+    /// when a block returns none, `CSPBlock`).
     func callAsFunction(_ x: Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         let pieces = ws.map(channels: blocks.reduce(first.channels) { $0 + $1.channels }, like: x)
         var end = first.channels

@@ -58,6 +58,7 @@ struct GhostBottleneck: CSPBlock {
         name = p
     }
 
+    var channels: Int { conv2.channels }
     var convs: [Conv] { [conv0.cv1, conv0.cv2, conv2.cv1, conv2.cv2] }
 
     /// conv.2's second half adds x's in its epilogue; its first half, which cv2 reads, gets x's

@@ -16,7 +16,7 @@ package struct Network: Sendable {
         "RepNCSPELAN4": RepNCSPELAN4.self, "ELAN1": RepNCSPELAN4.self, "AConv": AConv.self, "ADown": ADown.self,
         "SPPELAN": SPPELAN.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
         "nn.Identity": Identity.self, "Silence": Identity.self,
-        "SCDown": SCDown.self, "C2fCIB": C2fCIB.self, "PSA": PSA.self,
+        "SCDown": SCDown.self, "C2fCIB": C2f.self, "PSA": PSA.self,
         "A2C2f": A2C2f.self,
     ]
 

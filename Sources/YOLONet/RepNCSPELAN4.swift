@@ -11,27 +11,15 @@ extension Bottleneck {
     }
 }
 
-extension C3k {
-    /// Ultralytics `RepCSP`: a C3 (cv1 and cv2 1×1 to int(c2 · 0.5), cv3 over both) whose `n`
-    /// blocks are RepBottlenecks. x: [c1, H, W] → [c2, H, W].
-    init(repCSP w: inout some WeightSource, _ p: String, _ c1: Int, _ c2: Int, n: Int) throws {
-        let hidden = c2 / 2
-        cv1 = try Conv(&w, p + ".cv1", c1, hidden)
-        cv2 = try Conv(&w, p + ".cv2", c1, hidden)
-        cv3 = try Conv(&w, p + ".cv3", 2 * hidden, c2)
-        m = try (0..<n).map { try Bottleneck(rep: &w, p + ".m.\($0)", hidden, hidden) }
-        name = p
-    }
-}
-
 /// Ultralytics `RepNCSPELAN4` (YOLOv9's CSP-ELAN) and `ELAN1`: cv1 to c3 channels, whose second
 /// half (c3 / 2) feeds two chained stages of c4 channels, cv4 over all four pieces. A stage is a
-/// RepCSP of n blocks then a 3×3 Conv (`cv2.0`, `cv2.1`), or, in ELAN1, one 3×3 Conv (`cv2`).
+/// RepCSP (a C3 of n RepBottlenecks) then a 3×3 Conv (`cv2.0`, `cv2.1`), or, in ELAN1, one 3×3
+/// Conv (`cv2`).
 /// x: [c1, H, W] → [c2, H, W].
 struct RepNCSPELAN4: Layer {
-    enum Stage: ChainBlock {
+    enum Stage: CSPBlock {
         case conv(Conv)
-        case csp(C3k, Conv, name: String)
+        case csp(C3, Conv, name: String)
 
         var name: String {
             switch self {
@@ -57,7 +45,7 @@ struct RepNCSPELAN4: Layer {
             switch self {
             case .conv(let conv): return conv(x, into: y, ws)
             case .csp(let csp, let conv, _):
-                let t = csp(x, into: ws.map(channels: csp.cv3.channels, like: x), ws)
+                let t = csp(x, into: ws.map(channels: csp.channels, like: x), ws)
                 ws.observe(csp.name, t)
                 let out = conv(t, into: y, ws)
                 ws.release(t)
@@ -66,7 +54,7 @@ struct RepNCSPELAN4: Layer {
         }
     }
 
-    let chain: Chain<Stage>
+    let chain: Chain
 
     /// A `RepNCSPELAN4` row: [c2, c3, c4, n]; an `ELAN1` row: [c2, c3, c4]. Ultralytics scales c2
     /// only: c3 and c4 are taken as written.
@@ -81,17 +69,18 @@ struct RepNCSPELAN4: Layer {
         let p = spec.prefix
         func stage(_ q: String, _ cin: Int) throws -> Stage {
             elan1 ? .conv(try Conv(&w, q, cin, c4, k: 3))
-                : .csp(try C3k(repCSP: &w, q + ".0", cin, c4, n: n), try Conv(&w, q + ".1", c4, c4, k: 3), name: q)
+                : .csp(try C3(&w, q + ".0", cin, c4, n: n) { try Bottleneck(rep: &$0, $1, $2, $2) },
+                       try Conv(&w, q + ".1", c4, c4, k: 3), name: q)
         }
         let cv1 = try Conv(&w, p + ".cv1", c1, c3)
         let stages = [try stage(p + ".cv2", c3 / 2), try stage(p + ".cv3", c4)]
         chain = Chain(first: cv1, last: try Conv(&w, p + ".cv4", c3 + 2 * c4, c2), blocks: stages, tail: c3 / 2)
     }
 
-    var channels: Int { chain.last.channels }
+    var channels: Int { chain.channels }
     var parameterCount: Int { chain.convs.parameterCount }
     var consumesInput: Bool { true }
-    func flops(inputs: [Plane], output: Plane) -> Double { chain.convs.flops(output) }
+    func flops(inputs: [Plane], output: Plane) -> Double { chain.flops(output) }
 
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         chain(input(0), into: y, consuming: consuming, ws)
