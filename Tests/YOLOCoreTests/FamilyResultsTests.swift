@@ -47,5 +47,4 @@ final class FamilyResultsTests: XCTestCase {
     func testYOLOv8Segment() async throws { try await check("yolov8-seg") }
     func testYOLO11Segment() async throws { try await check("yolo11-seg") }
     func testYOLOv8OBB() async throws { try await check("yolov8-obb") }
-    func testYOLO12OBB() async throws { try await check("yolo12-obb") }
 }
