@@ -48,8 +48,6 @@ struct Conv: Layer {
         let p = spec.args.count > 3 && spec.args[3] != .string("None") ? try spec.int(3, "padding", in: 0...k) : nil
         guard spec.args.count <= 4 else { throw spec.fail("\(spec.row.module) supports [c2, k, s, p], got \(spec.args)") }
         try self.init(&weights, spec.prefix, c1, c2, k: k, s: s, p: p, g: spec.row.module == "DWConv" ? gcd(c1, c2) : 1)
-        let stride = outputStride(spec.inputStrides[0])
-        guard stride <= 1 << 16 else { throw spec.fail("the total stride \(stride) is too large") }
     }
 
     /// Ultralytics `DWConv`: groups = gcd(c1, c2).
