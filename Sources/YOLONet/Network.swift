@@ -14,7 +14,7 @@ package struct Network: Sendable {
         "Detect": Detect.self, "Segment": Detect.self, "Pose": Detect.self, "OBB": Detect.self, "v10Detect": Detect.self,
         "Segment26": Detect.self, "Pose26": Detect.self, "OBB26": Detect.self, "Classify": Classify.self,
         "RepNCSPELAN4": RepNCSPELAN4.self, "ELAN1": RepNCSPELAN4.self, "AConv": AConv.self, "ADown": ADown.self,
-        "SPPELAN": SPPELAN.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
+        "SPPELAN": SPPF.self, "CBLinear": CBLinear.self, "CBFuse": CBFuse.self,
         "nn.Identity": Identity.self, "Silence": Identity.self,
         "SCDown": SCDown.self, "C2fCIB": C2f.self, "PSA": PSA.self,
         "A2C2f": A2C2f.self,
