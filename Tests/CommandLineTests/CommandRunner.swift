@@ -93,30 +93,6 @@ func isRunning(_ pid: Int32) -> Bool {
     return state != "Z" && state != "X"
 }
 
-/// A socket on 127.0.0.1 that never says anything: a TCP listener whose connections complete in
-/// the kernel's backlog, or a UDP port nobody sends to (closed again: a reader binds it).
-final class SilentPort {
-    let port: UInt16
-    private let fd: Int32
-
-    init(udp: Bool = false) throws {
-        let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound, udp || listen(fd, 16) == 0 else { throw MissingTestInput(description: "cannot bind 127.0.0.1: \(String(cString: strerror(errno)))") }
-        port = UInt16(bigEndian: address.sin_port)
-        if udp { close(fd) }
-        self.fd = udp ? -1 : fd
-    }
-
-    deinit { if fd >= 0 { close(fd) } }
-}
-
 /// Runs `executable` as `runCommand` does (output discarded) and returns its exit status and
 /// peak resident memory in bytes (VmHWM, read from /proc every 10 ms until it exits).
 func runMeasuringPeak(_ executable: URL, _ arguments: [String], in directory: URL,

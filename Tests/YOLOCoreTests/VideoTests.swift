@@ -142,16 +142,7 @@ final class VideoTests: XCTestCase {
 
     func testUnreachableStreamThrowsAtInit() throws {
         // A port just bound and released: closed, so the connection is refused at once.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(fd, $0, length); _ = getsockname(fd, $0, &length) }
-        }
-        close(fd)
-        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/live.mp4")!
+        let url = URL(string: "http://127.0.0.1:\(try SilentPort(closed: true).port)/live.mp4")!
         XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(url))) { error in
             guard case let .cannotOpen(source, reason) = error as? SourceError else { return XCTFail("\(error)") }
             XCTAssertEqual(source, url.absoluteString)
@@ -163,22 +154,13 @@ final class VideoTests: XCTestCase {
     /// fails to open after `YOLO_STREAM_TIMEOUT` instead of hanging; cancelling the task stops
     /// the probe at once.
     func testSilentStreamTimesOutAndCancellationStopsTheProbe() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(listener, $0, length); _ = getsockname(listener, $0, &length) }
-        }
-        XCTAssertEqual(listen(listener, 8), 0)
+        let listener = try SilentPort()
         // Were the timeout ignored, this frees ffprobe after 15 s (a listener shut down resets the
         // connections it has not accepted): the test fails instead of hanging.
-        let watchdog = DispatchWorkItem { shutdown(listener, Int32(SHUT_RDWR)) }
+        let watchdog = DispatchWorkItem { shutdown(listener.fd, Int32(SHUT_RDWR)) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 15, execute: watchdog)
         defer { watchdog.cancel() }
-        let url = URL(string: "rtsp://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/live")!
+        let url = URL(string: "rtsp://127.0.0.1:\(listener.port)/live")!
         let model = try Fixtures.model("yolo26n", imageSize: 64)
         defer { unsetenv("YOLO_STREAM_TIMEOUT") }
 
