@@ -32,24 +32,29 @@ final class DownloadTests: XCTestCase {
         try? FileManager.default.removeItem(at: root)
     }
 
-    /// Runs `python3 arguments(port)` on a random port and waits (at most 10 s) until it accepts
-    /// connections (a TCP connect: Foundation reads http URLs only with FoundationNetworking,
-    /// which YOLOCore does not link).
+    /// Runs `python3 arguments(port)` on a port the kernel has just handed out and waits (at most
+    /// 10 s) until it accepts connections (a TCP connect: Foundation reads http URLs only with
+    /// FoundationNetworking, which YOLOCore does not link). A server that exits instead (another
+    /// process took the port meanwhile) is started again on a new port, up to 5 times.
     private func startServer(_ arguments: (Int) -> [String]) throws -> (Process, Int) {
-        let port = Int.random(in: 20_000..<60_000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments(port)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var tries = 0
-        while !listening(port), tries < 100 {
-            usleep(100_000)
-            tries += 1
+        for _ in 0..<5 {
+            let port = Int(try SilentPort(closed: true).port)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3"] + arguments(port)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var tries = 0
+            while !listening(port), process.isRunning, tries < 100 {
+                usleep(100_000)
+                tries += 1
+            }
+            if listening(port) { return (process, port) }
+            process.terminate()
+            process.waitUntilExit()
         }
-        XCTAssertTrue(listening(port), "the test HTTP server did not start")
-        return (process, port)
+        throw NSError(domain: "DownloadTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "the test HTTP server did not start"])
     }
 
     /// Starts a server misbehaving by the first component of the path: `stall` sends the headers
