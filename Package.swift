@@ -13,9 +13,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
-        // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/BLAS.swift).
+        // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/GEMM/BLAS.swift).
         .target(name: "Tensor", dependencies: ["CTargetFeatures"]),
         .systemLibrary(name: "CTargetFeatures"),
         .target(name: "YOLONet", dependencies: ["Tensor"], resources: [.copy("Specs")]),
@@ -23,7 +25,7 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .target(name: "CImageDecode", linkerSettings: [.linkedLibrary("jpeg")]),
         // Public API.
-        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode", "Yams"]),
+        .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode", "Yams", .product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "yolo",
             dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -47,7 +47,7 @@ struct Export: ParsableCommand {
             var tensors = [String: Tensor]()
             for name in file.names { tensors[name] = try file.tensor(name) }
             var metadata = file.metadata
-            metadata["source_sha256"] = SHA256.hexDigest(try Data(contentsOf: input, options: .alwaysMapped))
+            metadata["source_sha256"] = try Data(contentsOf: input, options: .alwaysMapped).sha256Hex
             try SafeTensorsFile.write(tensors, metadata: metadata, half: half, to: destination)
             print("\(destination.path): \(built.task), \(built.names.count) classes, \(tensors.count) tensors in "
                   + (half ? "F16" : "F32") + (metadata["bn_eps"] != nil ? ", BatchNorm unfused" : ""))

@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Foundation
 import YOLONet
@@ -110,7 +111,7 @@ enum ModelCache {
         let safe = String(name.suffix(maxNameLength).map {
             $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_"
         })
-        return SHA256.hexDigest(Data(url.absoluteString.utf8)).prefix(16) + "-" + safe
+        return Data(url.absoluteString.utf8).sha256Hex.prefix(16) + "-" + safe
     }
 
     /// Whether a download is a complete `yolo-safetensors/1` file (or a checkpoint read as one), so that an HTML error page
@@ -157,7 +158,7 @@ enum ModelCache {
     }
 
     static func digest(of file: URL) throws -> String {
-        SHA256.hexDigest(try Data(contentsOf: file, options: .alwaysMapped))
+        try Data(contentsOf: file, options: .alwaysMapped).sha256Hex
     }
 }
 
@@ -311,5 +312,12 @@ private enum Curl {
         guard fflush(file) == 0 else {
             throw YOLOError.downloadFailed(url: url, reason: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+extension Data {
+    /// The SHA-256 digest as 64 lowercase hex characters.
+    package var sha256Hex: String {
+        SHA256.hash(data: self).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -8,7 +8,7 @@ import YOLONet
 /// counts PyTorch reports, a forward pass, and typed errors for rows their modules cannot build.
 final class ModernFamiliesTests: XCTestCase {
     private static let specs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Sources/YOLONet/Specs")
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/YOLONet/Specs")
 
     /// The spec `file` at `scale` (nil: a spec without scales).
     private func spec(_ file: String, scale: String? = nil) throws -> Architecture {

@@ -8,7 +8,7 @@ import YOLONet
 /// the matching `yolo-safetensors/1` files, and typed errors for hostile archives and pickles.
 final class CheckpointTests: XCTestCase {
     private static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures")
+        .deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     /// Every tensor bit for bit, the metadata the loader reads equal as JSON, and the network's
     /// outputs on a seeded input bit-identical.

@@ -97,7 +97,7 @@ final class DownloadTests: XCTestCase {
 
     /// The cache's file name for `url`: a hash of the whole URL, then its last path component.
     private func cachedName(_ url: String, _ name: String) -> String {
-        String(SHA256.hexDigest(Data(url.utf8)).prefix(16)) + "-" + name
+        String(Data(url.utf8).sha256Hex.prefix(16)) + "-" + name
     }
 
     private func publish(_ data: Data, as path: String) throws {
@@ -119,9 +119,15 @@ final class DownloadTests: XCTestCase {
         }
     }
 
+    /// yolo26n.safetensors records the SHA-256 of the checkpoint it was converted from.
+    func testDigestMatchesTheOneRecordedInAWeightFile() throws {
+        let data = try Data(contentsOf: try weightsDirectory().appendingPathComponent("yolo26n-w8.pt"))
+        XCTAssertEqual(data.sha256Hex, "ed81bffa50fb2c4cf359bd62b8a3033c67a66202c8b907c7fb011475b2fe8045")
+    }
+
     func testDownloadsOnceVerifiesAndLoadsFromCache() async throws {
         let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
-        let digest = SHA256.hexDigest(try Data(contentsOf: try weightsFile("yolo26n")))
+        let digest = try Data(contentsOf: try weightsFile("yolo26n")).sha256Hex
         let model = try await YOLO(url: url, sha256: digest)
         XCTAssertEqual(model.names[0], "person")
         let cached = root.appendingPathComponent("cache/" + cachedName(url.absoluteString, "yolo26n-served.safetensors"))
