@@ -9,13 +9,13 @@ struct BenchModel {
     /// The weight file, or nil when the graph was built with seeded random weights.
     let file: String?
 
-    /// `spec` is a weight file path or a model name, found by `ModelLocator` (official models are
+    /// `spec` is a weight file path or a model name, found by `ModelStore` (official models are
     /// not downloaded); a built-in architecture name without a file gets random weights, since
     /// latency does not depend on weight values.
     init(_ spec: String, precision: Precision = .fp32) throws {
         let url: URL
         do {
-            url = try ModelLocator.url(for: spec, downloading: false)
+            url = try ModelStore.fromEnvironment().url(for: spec, downloading: false)
         } catch YOLOError.modelNotFound(_, let searched) {
             guard let architecture = try Architecture.builtin(named: spec) else {
                 throw BenchError("unknown model '\(spec)': no file at \(searched.joined(separator: ", ")), "

@@ -22,7 +22,7 @@ struct Dump: ParsableCommand {
     func run() throws {
         do {
             try checkRegularOutput(output)
-            let net = try Model(contentsOf: ModelLocator.url(for: model))
+            let net = try Model(contentsOf: ModelStore.fromEnvironment().url(for: model))
             let source = try SafeTensorsFile(contentsOf: URL(fileURLWithPath: input))
             var tensors = [String: Tensor]()
             let head = try net.network.forward(try source.tensor("input")) { i, y in tensors["layer.\(i)"] = y }

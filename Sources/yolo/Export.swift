@@ -30,10 +30,11 @@ struct Export: ParsableCommand {
 
     func run() throws {
         do {
-            let input = try ModelLocator.url(for: model)
+            let store = try ModelStore.fromEnvironment()
+            let input = try store.url(for: model)
             // Beside the model, except in the cache, where a file would count as a download.
             let inCache = input.deletingLastPathComponent().standardizedFileURL.path
-                == ModelLocator.cacheDirectory.standardizedFileURL.path
+                == store.cacheDirectory.standardizedFileURL.path
             let stem = inCache ? URL(fileURLWithPath: model).deletingPathExtension().lastPathComponent
                 : input.deletingPathExtension().path
             let destination = URL(fileURLWithPath: output ?? stem + ".safetensors")

@@ -4,22 +4,21 @@ import Foundation
 import YOLONet
 
 extension YOLO {
-    /// Loads a model from a URL: downloaded once into `ModelLocator.cacheDirectory`, then read
-    /// from there. With `sha256`, the file must have that digest (checked after download and
-    /// on every cache hit; a mismatching cached file is downloaded again).
+    /// Loads a model from a URL: downloaded once into the store's cache, then read from there (see
+    /// `ModelStore.fetch` for `sha256` and `timeout`); `store` nil reads `ModelStore.fromEnvironment()`.
     ///
-    /// - Parameter timeout: how long connecting may take, how long the transfer may go without
-    ///   receiving a byte (counted in whole seconds), and the grace before it must average 10 kB/s
-    ///   (so it must end within `timeout` + size / 10 kB/s), before the download fails; `nil`
-    ///   takes the seconds in `$YOLO_DOWNLOAD_TIMEOUT`, else 30 s. The body may have at most
-    ///   `$YOLO_MAX_DOWNLOAD` bytes, else 4 GiB; at most 10 redirects are followed.
-    public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil,
+    /// A download fails when connecting takes longer than the timeout, the transfer goes that long
+    /// without receiving a byte (counted in whole seconds), or, after that grace, it averages under
+    /// 10 kB/s (so it must end within timeout + size / 10 kB/s); when the body has more than
+    /// `maxDownloadBytes`; or after 10 redirects.
+    public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil, store: ModelStore? = nil,
                             configuration: YOLOConfiguration = YOLOConfiguration(),
                             precision: YOLOPrecision = .fp32) async throws {
+        let store = try store ?? .fromEnvironment()
         // libcurl blocks: on a Dispatch thread, not one of the concurrency pool's.
         let file = try await withCheckedThrowingContinuation { (done: CheckedContinuation<URL, Error>) in
             DispatchQueue.global().async {
-                done.resume(with: Result { try ModelCache.fetch(url, sha256: sha256, timeout: timeout) })
+                done.resume(with: Result { try store.fetch(url, sha256: sha256, timeout: timeout) })
             }
         }
         try self.init(contentsOf: file, configuration: configuration, precision: precision)
@@ -30,42 +29,29 @@ extension YOLO {
 /// renamed into place only once complete and verified, so an interrupted or corrupt download
 /// never leaves a file under the model's name.
 enum ModelCache {
-    /// Seconds for the connect and stall timeouts when neither the caller nor
-    /// `$YOLO_DOWNLOAD_TIMEOUT` gives one.
-    static let defaultTimeout = 30.0
     /// A day: longer is a mistake, and libcurl takes the timeouts as integers.
     static let maxTimeout = 86_400.0
     /// The slowest average a download may keep after its first `timeout` seconds, in bytes/s:
     /// a server dripping bytes fails the download instead of holding its thread forever.
     static let minimumRate = 10_000.0
-    /// Bytes a download may have when `$YOLO_MAX_DOWNLOAD` gives no limit: far above any YOLO
-    /// model (official checkpoints are under 150 MB), far below a disk an endless body would fill.
-    static let defaultMaxDownload = 4 << 30
     /// Characters kept of a URL's file name (its end): with the hash prefix and the `.partial`
     /// file's decorations, well under the 255-byte limit of file names.
     static let maxNameLength = 128
     /// A `.partial` file this old belongs to a download that was killed, not one in progress.
     static let stalePartialAge: TimeInterval = 86_400
 
-    /// The cached file for `url`, downloaded first if it is not in the cache. Blocks the calling
-    /// thread for the download.
-    static func fetch(_ url: URL, sha256 expected: String?, timeout: Duration?) throws -> URL {
-        if url.isFileURL { return url }
+    /// Downloads `url` into `destination` unless it is there already (with the digest `expected`,
+    /// when given); blocks the calling thread. `timeout` in seconds, `limit` in bytes.
+    static func fetch(_ url: URL, into destination: URL, sha256 expected: String?, timeout seconds: Double, limit: Int) throws -> URL {
         let fm = FileManager.default
-        let destination = try file(for: url)
         let directory = destination.deletingLastPathComponent()
         if fm.fileExists(atPath: destination.path),
            try expected.map({ try digest(of: destination) == $0.lowercased() }) ?? true {
             return destination
         }
-        let seconds = try timeout.map(seconds(of:))
-            ?? environment("YOLO_DOWNLOAD_TIMEOUT", "a number of seconds in (0, \(maxTimeout)]") {
-                Double($0).flatMap { $0 > 0 && $0 <= maxTimeout ? $0 : nil }
-            }
-            ?? defaultTimeout
-        let limit = try environment("YOLO_MAX_DOWNLOAD", "a whole number of bytes greater than 0") {
-            Int($0).flatMap { $0 > 0 ? $0 : nil }
-        } ?? defaultMaxDownload
+        guard limit > 0 else {
+            throw YOLOError.invalidConfiguration(field: "maxDownloadBytes", value: "\(limit)", reason: "must be greater than 0")
+        }
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -92,11 +78,6 @@ enum ModelCache {
             throw error as? YOLOError ?? YOLOError.downloadFailed(url: url.absoluteString, reason: error.localizedDescription)
         }
         return destination
-    }
-
-    /// Where the download of `url` is cached.
-    static func file(for url: URL) throws -> URL {
-        ModelLocator.cacheDirectory.appendingPathComponent(try fileName(for: url))
     }
 
     /// `<first 16 hex digits of SHA-256(url)>-<last path component>`: keyed by the whole URL, so
@@ -149,10 +130,11 @@ enum ModelCache {
         }
     }
 
-    static func seconds(of timeout: Duration) throws -> Double {
+    /// `timeout` in seconds, refused outside (0, `maxTimeout`] as the configuration `field`.
+    static func seconds(of timeout: Duration, field: String) throws -> Double {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
         guard seconds > 0, seconds <= maxTimeout else {
-            throw YOLOError.invalidConfiguration(field: "timeout", value: "\(timeout)", reason: "must be in (0, \(maxTimeout)] seconds")
+            throw YOLOError.invalidConfiguration(field: field, value: "\(timeout)", reason: "must be in (0, \(maxTimeout)] seconds")
         }
         return seconds
     }
@@ -229,11 +211,11 @@ private enum Curl {
             received += count
             let elapsed = start.duration(to: .now) / .seconds(1)
             if received > limit {
-                failure = "the body exceeds the \(limit)-byte limit (set it with YOLO_MAX_DOWNLOAD)"
+                failure = "the body exceeds the \(limit)-byte limit (ModelStore.maxDownloadBytes, YOLO_MAX_DOWNLOAD)"
             } else if elapsed > timeout + Double(received) / ModelCache.minimumRate {
                 failure = "timed out: \(received) bytes in \(String(format: "%.1f", elapsed)) s, under the "
                     + "\(Int(ModelCache.minimumRate)) bytes/s on average required after the first \(timeout) s "
-                    + "(set those seconds with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter)"
+                    + "(ModelStore.downloadTimeout, YOLO_DOWNLOAD_TIMEOUT or the timeout parameter)"
             } else if fwrite(bytes, 1, count, file) != count {
                 failure = "cannot write \(path): \(String(cString: strerror(errno)))"
             }
@@ -297,10 +279,10 @@ private enum Curl {
             switch code {
             case 28: // CURLE_OPERATION_TIMEDOUT
                 throw YOLOError.downloadFailed(url: url, reason: "timed out after \(timeout) s (the connect and stall timeout; "
-                    + "set it with YOLO_DOWNLOAD_TIMEOUT or the timeout parameter): \(message)")
+                    + "ModelStore.downloadTimeout, YOLO_DOWNLOAD_TIMEOUT or the timeout parameter): \(message)")
             case 63: // CURLE_FILESIZE_EXCEEDED, from the Content-Length (libcurl does not keep its value then).
                 throw YOLOError.downloadFailed(url: url, reason: "the body's Content-Length exceeds the \(limit)-byte limit "
-                    + "(set it with YOLO_MAX_DOWNLOAD)")
+                    + "(ModelStore.maxDownloadBytes, YOLO_MAX_DOWNLOAD)")
             default:
                 throw YOLOError.downloadFailed(url: url, reason: message)
             }

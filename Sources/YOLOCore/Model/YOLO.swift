@@ -40,15 +40,17 @@ public final class YOLO: Sendable {
         set { settings.withLock { $0 = newValue } }
     }
 
-    /// Loads a model by name ("yolo26n", searched in `YOLO_WEIGHTS_DIR`, `Weights/` and the
-    /// download cache, or an official model downloaded), by path to a `.pt` or `.safetensors`
-    /// file, or by http(s) URL (as `init(url:)`).
-    public convenience init(_ nameOrPath: String, configuration: YOLOConfiguration = YOLOConfiguration(),
+    /// Loads a model by name ("yolo26n": found in `store`, or an official model downloaded into its
+    /// cache), by path to a `.pt` or `.safetensors` file, or by http(s) URL (as `init(url:)`).
+    /// `store` nil reads `ModelStore.fromEnvironment()` (`YOLO_WEIGHTS_DIR`, `YOLO_OFFLINE`, …).
+    public convenience init(_ nameOrPath: String, store: ModelStore? = nil,
+                            configuration: YOLOConfiguration = YOLOConfiguration(),
                             precision: YOLOPrecision = .fp32) async throws {
-        if let url = ModelLocator.httpURL(nameOrPath) {
-            try await self.init(url: url, configuration: configuration, precision: precision)
+        let store = try store ?? .fromEnvironment()
+        if let url = ModelStore.httpURL(nameOrPath) {
+            try await self.init(url: url, store: store, configuration: configuration, precision: precision)
         } else {
-            try self.init(contentsOf: try ModelLocator.url(for: nameOrPath), configuration: configuration, precision: precision)
+            try self.init(contentsOf: try store.url(for: nameOrPath), configuration: configuration, precision: precision)
         }
     }
 
@@ -78,26 +80,36 @@ public final class YOLO: Sendable {
     ///   model, which gives its boxes alone (no mask or keypoint post-processing).
     /// - Returns: results whose `task` says which fields are filled: `boxes` (detect), plus
     ///   `masks` (segment) or `keypoints` (pose) one per box, `obb` (obb) or `probs` (classify).
+    ///
+    /// Decoding and the pass run on the model's inference threads, never on Swift's cooperative
+    /// pool, one pass per core at a time. Cancelling the calling task stops the pass before its
+    /// next layer and throws `CancellationError`.
     public func predict(_ path: String, task: YOLOTask? = nil) async throws -> Results {
-        let image = try Image(contentsOf: URL(fileURLWithPath: path), maxPixels: configuration.maxImagePixels)
-        var result = try self(image, task: task)
-        result.path = URL(fileURLWithPath: path).lastPathComponent
-        return result
+        let config = configuration
+        return try await InferenceExecutor.shared.run { cancellation in
+            let image = try Image(contentsOf: URL(fileURLWithPath: path), maxPixels: config.maxImagePixels)
+            var result = try self(image, task: task, configuration: config, cancellation: cancellation)
+            result.path = URL(fileURLWithPath: path).lastPathComponent
+            return result
+        }
     }
 
-    /// Runs the model on an image; see `predict(_:task:)` for `task`.
+    /// Runs the model on an image; see `predict(_:task:)` for `task` and where the pass runs.
     public func predict(_ image: Image, task: YOLOTask? = nil) async throws -> Results {
-        try self(image, task: task)
+        let config = configuration
+        return try await InferenceExecutor.shared.run { try self(image, task: task, configuration: config, cancellation: $0) }
     }
 
-    /// Runs the model on an image, synchronously; see `predict(_:task:)` for `task`.
+    /// Runs the model on an image, synchronously on the calling thread (not from a task: it blocks
+    /// for the whole pass); see `predict(_:task:)` for `task`.
     public func callAsFunction(_ image: Image, task requested: YOLOTask? = nil) throws -> Results {
         try callAsFunction(image, task: requested, configuration: configuration)
     }
 
     /// Runs the model on an image with `config` in place of the model's own configuration (a
     /// session's settings, which must not leak into a model shared with other code).
-    func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration) throws -> Results {
+    func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration,
+                        cancellation: Cancellation? = nil) throws -> Results {
         let task = try resolve(requested)
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -115,7 +127,7 @@ public final class YOLO: Sendable {
         if self.task == .classify {
             let input = ClassifyTransform(size: size)(image)
             let preprocessed = DispatchTime.now().uptimeNanoseconds
-            let head = try infer(input, HeadSelection(), threads: config.threads)
+            let head = try infer(input, HeadSelection(), threads: config.threads, cancellation: cancellation)
             let inferred = DispatchTime.now().uptimeNanoseconds
             guard head.output.count == names.count else {
                 throw invalidOutput("classify output \(head.output.shape) for \(names.count) classes")
@@ -135,7 +147,7 @@ public final class YOLO: Sendable {
         let preprocessed = DispatchTime.now().uptimeNanoseconds
         // Ultralytics sets the end-to-end head's top-k to max(max_det, 300) and its agnostic flag.
         let head = try infer(input, HeadSelection(maxDetections: max(config.maxDetections, 300), agnostic: config.agnosticNMS),
-                             threads: config.threads)
+                             threads: config.threads, cancellation: cancellation)
         let inferred = DispatchTime.now().uptimeNanoseconds
         let raw = try detections(head, config)
         var boxes = [Box](), masks = [Mask](), keypoints = [Keypoints](), obb = [OrientedBox]()
@@ -222,10 +234,12 @@ public final class YOLO: Sendable {
     /// process's default): from the third prediction at an input size on (the first plans the
     /// workspace's arena, the second allocates it), the pass itself allocates nothing. Every input
     /// holds 8-bit pixels as k/255 (`Letterbox`, `ClassifyTransform`), so its bounds are 0…1.
-    func infer(_ input: Tensor, _ selection: HeadSelection, threads: Int?) throws -> HeadOutput {
+    /// A cancelled pass throws before its next layer; its workspace, left mid-pass, is dropped.
+    func infer(_ input: Tensor, _ selection: HeadSelection, threads: Int?, cancellation: Cancellation?) throws -> HeadOutput {
         let ws = workspaces.withLock { $0.popLast() } ?? Workspace()
         let head = HeadOutput(try Parallel.withWidth(threads) {
-            try model.network.forward(input, in: ws, selection: selection, inputRange: ValueRange(lower: 0, upper: 1))
+            try model.network.forward(input, in: ws, selection: selection, inputRange: ValueRange(lower: 0, upper: 1),
+                                      isCancelled: cancellation.map { c in { c.isCancelled } })
         }, raw: false)
         checkIn(ws)
         return head

@@ -17,7 +17,8 @@ public enum YOLOError: Error, LocalizedError, Equatable {
     /// A prediction at `imageSize` (a `height`×`width` input) would need more working memory than
     /// the budget; `largestFitting` is the largest image size that fits (nil: none).
     case memoryBudgetExceeded(imageSize: Int, height: Int, width: Int, needed: Int, budget: Int, largestFitting: Int?)
-    /// The official model `name` is not on this machine and `YOLO_OFFLINE=1` forbids downloading it.
+    /// The official model `name` is not on this machine and the store is offline (`ModelStore.offline`,
+    /// `YOLO_OFFLINE=1`).
     case offline(name: String, url: String, directories: [String])
 
     public var errorDescription: String? {
@@ -36,7 +37,7 @@ public enum YOLOError: Error, LocalizedError, Equatable {
         case let .downloadFailed(url, reason):
             "download of \(url) failed: \(reason)"
         case let .offline(name, url, directories):
-            "model '\(name)' is not on this machine and YOLO_OFFLINE=1 forbids downloading it from \(url); place "
+            "model '\(name)' is not on this machine and offline mode (YOLO_OFFLINE=1) forbids downloading it from \(url); place "
                 + "\(name).pt (that file) or \(name).safetensors in " + directories.joined(separator: " or ")
         case let .memoryBudgetExceeded(imageSize, height, width, needed, budget, largestFitting):
             "image size \(imageSize) (a \(width)×\(height) input) needs about \(gigabytes(needed)) of working memory, more than "

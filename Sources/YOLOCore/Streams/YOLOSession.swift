@@ -202,10 +202,13 @@ final class SessionCore: Sendable {
         let (model, configuration) = state.withLock { ($0.model, $0.configuration) }
         var result: Results
         do {
-            result = try model(frame.image, task: task, configuration: configuration)
+            result = try await InferenceExecutor.shared.run { [task] cancellation in
+                try model(frame.image, task: task, configuration: configuration, cancellation: cancellation)
+            }
             result = try state.withLock { [result] s in try s.tracker?.update(result) ?? result }
         } catch {
-            state.withLock { $0.failure = error }
+            // A consumer that stops iterating (its task cancelled) ends the session without an error.
+            if !(error is CancellationError) { state.withLock { $0.failure = error } }
             stop()
             return nil
         }

@@ -77,10 +77,22 @@ extension YOLO {
     /// ```
     ///
     /// Corrupt images and label files are counted and reported in `dataset`, not thrown.
-    /// - Parameter progress: called after each image with (done, total).
+    /// - Parameter progress: called after each image with (done, total), on an inference thread.
+    ///
+    /// Runs on the model's inference threads (see `predict(_:task:)`); cancelling the calling task
+    /// stops it before the next layer and throws `CancellationError`.
     public func val(data: String, split: String = "val", batch: Int = 16, imageSize: Int = 640,
                     confidence: Float = 0.001, iou: Float = 0.7, maxDetections: Int = 300,
                     progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> ValidationResults {
+        try await InferenceExecutor.shared.run { cancellation in
+            try self.validate(data: data, split: split, batch: batch, imageSize: imageSize, confidence: confidence,
+                              iou: iou, maxDetections: maxDetections, progress: progress, cancellation: cancellation)
+        }
+    }
+
+    private func validate(data: String, split: String, batch: Int, imageSize: Int, confidence: Float, iou: Float,
+                          maxDetections: Int, progress: (@Sendable (Int, Int) -> Void)?,
+                          cancellation: Cancellation) throws -> ValidationResults {
         guard task == .detect else {
             throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task.rawValue, requested: "detect validation")
         }
@@ -131,7 +143,8 @@ extension YOLO {
             let start = DispatchTime.now().uptimeNanoseconds
             let (input, labelBoxes) = try validationInput(item, size: size, shape: shapes[n / batch])
             let preprocessed = DispatchTime.now().uptimeNanoseconds
-            let head = try infer(input, HeadSelection(maxDetections: config.maxDetections), threads: config.threads)
+            let head = try infer(input, HeadSelection(maxDetections: config.maxDetections), threads: config.threads,
+                                 cancellation: cancellation)
             let inferred = DispatchTime.now().uptimeNanoseconds
             let found = try detections(head, config, multiLabel: true)
             let done = DispatchTime.now().uptimeNanoseconds

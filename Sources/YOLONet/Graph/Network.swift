@@ -179,13 +179,16 @@ package struct Network: Sendable {
     /// Each layer writes into a map the graph allocates for it (a layer read by the Concat just
     /// after it, into the front of the Concat's map), and an output is released after its last
     /// reader has run.
+    ///
+    /// `isCancelled` is asked before each layer: true ends the pass with `CancellationError` and
+    /// leaves `ws` mid-pass, to be discarded.
     package func forward(_ x: Tensor, in ws: Workspace, selection: HeadSelection = HeadSelection(),
-                         inputRange: ValueRange? = nil, observe: ((Int, Map) -> Void)? = nil) throws -> HeadMaps {
+                         inputRange: ValueRange? = nil, observe: ((Int, Map) -> Void)? = nil,
+                         isCancelled: (() -> Bool)? = nil) throws -> HeadMaps {
         try validate(input: x)
-        return x.withMap { image in
+        return try x.withMap { image in
             let x = image.bounded(by: inputRange)
             ws.begin(layers: nodes.count)
-            defer { ws.end() }
             func input(_ j: Int) -> Map { j < 0 ? x : ws.outputs[j]! }
             /// Releases output j if it owns its block.
             func drop(_ j: Int) {
@@ -193,12 +196,14 @@ package struct Network: Sendable {
                 ws.outputs[j] = nil
             }
             for (i, node) in nodes.enumerated() {
+                if isCancelled?() == true { throw CancellationError() }
                 let first = input(node.from[0])
                 let layer: any Layer
                 switch node.role {
                 case .head(let head):
                     let result = head.forward({ input(node.from[$0]) }, selection: selection, ws)
                     for j in 0..<i { drop(j) }
+                    ws.end()
                     return result
                 case .layer(let m): layer = m
                 }

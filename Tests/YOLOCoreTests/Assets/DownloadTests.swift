@@ -4,19 +4,20 @@ import XCTest
 import YOLOCore
 
 /// Downloads from a throwaway HTTP server on 127.0.0.1 (Python's http.server), into a
-/// temporary cache directory.
+/// temporary cache directory: each test's own `ModelStore`, so nothing reads the environment.
 final class DownloadTests: XCTestCase {
     private var server: Process?
     private var hostileServer: Process?
     private var root: URL!
     private var port = 0
+    private var store: ModelStore!
 
     override func setUpWithError() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-download-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("www"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: root.appendingPathComponent("cache"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: try weightsFile("yolo26n"), to: root.appendingPathComponent("www/yolo26n-served.safetensors"))
-        setenv("YOLO_CACHE_DIR", root.appendingPathComponent("cache").path, 1)
+        store = ModelStore(searchDirectories: [], cacheDirectory: root.appendingPathComponent("cache"))
         (server, port) = try startServer { ["-m", "http.server", String($0), "--bind", "127.0.0.1",
                                             "--directory", self.root.appendingPathComponent("www").path] }
     }
@@ -26,9 +27,6 @@ final class DownloadTests: XCTestCase {
             process.terminate()
             process.waitUntilExit()
         }
-        unsetenv("YOLO_CACHE_DIR")
-        unsetenv("YOLO_DOWNLOAD_TIMEOUT")
-        unsetenv("YOLO_MAX_DOWNLOAD")
         try? FileManager.default.removeItem(at: root)
     }
 
@@ -128,17 +126,17 @@ final class DownloadTests: XCTestCase {
     func testDownloadsOnceVerifiesAndLoadsFromCache() async throws {
         let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
         let digest = try Data(contentsOf: try weightsFile("yolo26n")).sha256Hex
-        let model = try await YOLO(url: url, sha256: digest)
+        let model = try await YOLO(url: url, sha256: digest, store: store)
         XCTAssertEqual(model.names[0], "person")
         let cached = root.appendingPathComponent("cache/" + cachedName(url.absoluteString, "yolo26n-served.safetensors"))
         XCTAssertEqual(model.url.standardizedFileURL.path, cached.standardizedFileURL.path)
         // With the server gone, the cache still serves the model.
         server?.terminate()
         server?.waitUntilExit()
-        let again = try await YOLO(url: url, sha256: digest)
+        let again = try await YOLO(url: url, sha256: digest, store: store)
         XCTAssertEqual(again.url.path, model.url.path)
         // Name lookup does not find it: a download is found by its URL only.
-        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26n-served")) { error in
+        XCTAssertThrowsError(try store.url(for: "yolo26n-served")) { error in
             guard case .modelNotFound(name: "yolo26n-served", _)? = error as? YOLOError else { return XCTFail("\(error)") }
         }
     }
@@ -146,7 +144,7 @@ final class DownloadTests: XCTestCase {
     func testChecksumMismatchLeavesNoFileInTheCache() async throws {
         let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
         do {
-            _ = try await YOLO(url: url, sha256: String(repeating: "0", count: 64))
+            _ = try await YOLO(url: url, sha256: String(repeating: "0", count: 64), store: store)
             XCTFail("expected a checksum error")
         } catch let error as YOLOError {
             guard case .downloadFailed(_, let reason) = error else { return XCTFail("\(error)") }
@@ -158,7 +156,7 @@ final class DownloadTests: XCTestCase {
     func testMissingFileIsAnHTTPError() async throws {
         let url = URL(string: "http://127.0.0.1:\(port)/nothing.safetensors")!
         do {
-            _ = try await YOLO(url: url)
+            _ = try await YOLO(url: url, store: store)
             XCTFail("expected a download error")
         } catch let error as YOLOError {
             XCTAssertEqual(error, .downloadFailed(url: url.absoluteString, reason: "HTTP status 404"))
@@ -180,7 +178,7 @@ final class DownloadTests: XCTestCase {
         for (name, expected) in cases {
             let url = URL(string: "http://127.0.0.1:\(port)/\(name).safetensors")!
             do {
-                _ = try await YOLO(url: url)
+                _ = try await YOLO(url: url, store: store)
                 XCTFail("expected a download error for \(name)")
             } catch let error as YOLOError {
                 guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
@@ -196,18 +194,18 @@ final class DownloadTests: XCTestCase {
         try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: "a/best.safetensors")
         try publish(try Data(contentsOf: try weightsFile("yolo26n-cls")), as: "b/best.safetensors")
         let a = "http://127.0.0.1:\(port)/a/best.safetensors", b = "http://127.0.0.1:\(port)/b/best.safetensors"
-        let detect = try await YOLO(url: URL(string: a)!)
-        let classify = try await YOLO(url: URL(string: b)!)
+        let detect = try await YOLO(url: URL(string: a)!, store: store)
+        let classify = try await YOLO(url: URL(string: b)!, store: store)
         XCTAssertEqual(detect.task, .detect)
         XCTAssertEqual(classify.task, .classify)
-        let again = try await YOLO(url: URL(string: a)!)
+        let again = try await YOLO(url: URL(string: a)!, store: store)
         XCTAssertEqual(again.task, .detect)
         XCTAssertEqual(try cacheContents, [cachedName(a, "best.safetensors"), cachedName(b, "best.safetensors")].sorted())
 
         // http.server serves www/escape.safetensors for this path.
         try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: "escape.safetensors")
         let escape = "http://127.0.0.1:\(port)/sub%2F..%2F..%2Fescape.safetensors"
-        let model = try await YOLO(url: URL(string: escape)!)
+        let model = try await YOLO(url: URL(string: escape)!, store: store)
         XCTAssertEqual(model.url.deletingLastPathComponent().standardizedFileURL.path,
                        root.appendingPathComponent("cache").standardizedFileURL.path)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root.path).sorted(), ["cache", "www"])
@@ -218,13 +216,13 @@ final class DownloadTests: XCTestCase {
     /// partial file left behind.
     func testStalledDownloadTimesOut() async throws {
         let url = URL(string: "http://127.0.0.1:\(try startHostileServer())/stall/stalled.safetensors")!
-        // The caller's timeout, then the environment's.
-        let attempts: [(Duration?, String)] = [(.seconds(1), "600"), (nil, "1")]
-        for (timeout, environment) in attempts {
-            setenv("YOLO_DOWNLOAD_TIMEOUT", environment, 1)
+        // The caller's timeout, then the store's.
+        let attempts: [(Duration?, Duration)] = [(.seconds(1), .seconds(600)), (nil, .seconds(1))]
+        for (timeout, storeTimeout) in attempts {
+            store.downloadTimeout = storeTimeout
             let start = Date()
             do {
-                _ = try await YOLO(url: url, timeout: timeout)
+                _ = try await YOLO(url: url, timeout: timeout, store: store)
                 XCTFail("expected a timeout")
             } catch let error as YOLOError {
                 guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
@@ -241,7 +239,7 @@ final class DownloadTests: XCTestCase {
         let url = URL(string: "http://127.0.0.1:\(try startHostileServer())/drip/slow.safetensors")!
         let start = Date()
         do {
-            _ = try await YOLO(url: url, timeout: .seconds(1))
+            _ = try await YOLO(url: url, timeout: .seconds(1), store: store)
             XCTFail("expected a timeout")
         } catch let error as YOLOError {
             guard case .downloadFailed(url.absoluteString, let reason) = error else { return XCTFail("\(error)") }
@@ -251,23 +249,26 @@ final class DownloadTests: XCTestCase {
         XCTAssertEqual(try cacheContents, [])
     }
 
-    /// A body over `YOLO_MAX_DOWNLOAD` fails, by its Content-Length before it is sent, else as
+    /// A body over `maxDownloadBytes` fails, by its Content-Length before it is sent, else as
     /// it streams, leaving nothing in the cache; a limit that is not a positive whole number of
-    /// bytes is a configuration error.
+    /// bytes is a configuration error, in the store and in `YOLO_MAX_DOWNLOAD`.
     func testDownloadSizeIsLimited() throws {
         let announced = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
         let endless = "http://127.0.0.1:\(try startHostileServer())/endless/big.safetensors"
-        setenv("YOLO_MAX_DOWNLOAD", "100000", 1)
+        store.maxDownloadBytes = 100_000
         for (url, reason) in [(announced, "the body's Content-Length exceeds the 100000-byte limit"),
                               (endless, "the body exceeds the 100000-byte limit")] {
-            XCTAssertThrowsError(try ModelLocator.url(for: url)) {
-                XCTAssertEqual($0 as? YOLOError, .downloadFailed(url: url, reason: reason + " (set it with YOLO_MAX_DOWNLOAD)"))
+            XCTAssertThrowsError(try store.url(for: url)) {
+                XCTAssertEqual($0 as? YOLOError, .downloadFailed(url: url, reason: reason + " (ModelStore.maxDownloadBytes, YOLO_MAX_DOWNLOAD)"))
             }
         }
         XCTAssertEqual(try cacheContents, [])
+        store.maxDownloadBytes = 0
+        XCTAssertThrowsError(try store.url(for: announced)) {
+            XCTAssertEqual($0 as? YOLOError, .invalidConfiguration(field: "maxDownloadBytes", value: "0", reason: "must be greater than 0"))
+        }
         for value in ["lots", "0", "-1", "1e9"] {
-            setenv("YOLO_MAX_DOWNLOAD", value, 1)
-            XCTAssertThrowsError(try ModelLocator.url(for: announced)) {
+            XCTAssertThrowsError(try ModelStore.fromEnvironment(["YOLO_MAX_DOWNLOAD": value])) {
                 XCTAssertEqual($0 as? YOLOError, .invalidConfiguration(field: "YOLO_MAX_DOWNLOAD", value: value,
                                                                        reason: "must be a whole number of bytes greater than 0"))
             }
@@ -278,10 +279,10 @@ final class DownloadTests: XCTestCase {
     /// leaves neither HTTP nor HTTPS.
     func testRedirectsAreLimited() throws {
         let base = "http://127.0.0.1:\(try startHostileServer())"
-        XCTAssertThrowsError(try ModelLocator.url(for: base + "/loop/0/x.safetensors")) {
+        XCTAssertThrowsError(try store.url(for: base + "/loop/0/x.safetensors")) {
             XCTAssertEqual($0 as? YOLOError, .downloadFailed(url: base + "/loop/0/x.safetensors", reason: "Maximum (10) redirects followed"))
         }
-        XCTAssertThrowsError(try ModelLocator.url(for: base + "/ftp/0/x.safetensors")) {
+        XCTAssertThrowsError(try store.url(for: base + "/ftp/0/x.safetensors")) {
             XCTAssertTrue(($0 as? LocalizedError)?.errorDescription?.contains(#"Protocol "ftp" not supported or disabled"#) == true, "\($0)")
         }
         XCTAssertEqual(try cacheContents, [])
@@ -292,21 +293,43 @@ final class DownloadTests: XCTestCase {
         let name = String(repeating: "x", count: 200) + ".safetensors"
         try publish(try Data(contentsOf: try weightsFile("yolo26n")), as: name)
         let url = "http://127.0.0.1:\(port)/" + name
-        XCTAssertEqual(try ModelLocator.url(for: url).lastPathComponent, cachedName(url, String(name.suffix(128))))
+        XCTAssertEqual(try store.url(for: url).lastPathComponent, cachedName(url, String(name.suffix(128))))
     }
 
     /// A timeout out of range is a configuration error, not a trap in the conversion for libcurl.
     func testInvalidTimeoutIsAConfigurationError() async throws {
         let url = URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!
-        setenv("YOLO_DOWNLOAD_TIMEOUT", "1e300", 1)
-        for (timeout, field) in [(nil, "YOLO_DOWNLOAD_TIMEOUT"), (Duration.seconds(0), "timeout")] as [(Duration?, String)] {
+        XCTAssertThrowsError(try ModelStore.fromEnvironment(["YOLO_DOWNLOAD_TIMEOUT": "1e300"])) {
+            guard case .invalidConfiguration("YOLO_DOWNLOAD_TIMEOUT", "1e300", _)? = $0 as? YOLOError else { return XCTFail("\($0)") }
+        }
+        store.downloadTimeout = .seconds(86_401)
+        for (timeout, field) in [(nil, "downloadTimeout"), (Duration.seconds(0), "timeout")] as [(Duration?, String)] {
             do {
-                _ = try await YOLO(url: url, timeout: timeout)
+                _ = try await YOLO(url: url, timeout: timeout, store: store)
                 XCTFail("expected a configuration error for \(field)")
             } catch let error as YOLOError {
                 guard case .invalidConfiguration(field, _, _) = error else { return XCTFail("\(error)") }
             }
         }
+    }
+
+    /// The environment read into a store: every variable, and defaults when unset.
+    func testStoreFromTheEnvironment() throws {
+        let read = try ModelStore.fromEnvironment([
+            "YOLO_WEIGHTS_DIR": "/w", "YOLO_CACHE_DIR": "/c", "YOLO_ASSETS_URL": "http://mirror/v8",
+            "YOLO_OFFLINE": "1", "YOLO_DOWNLOAD_TIMEOUT": "2.5", "YOLO_MAX_DOWNLOAD": "1000", "XDG_CACHE_HOME": "/x"])
+        XCTAssertEqual(read.searchDirectories.map(\.path), ["/w", FileManager.default.currentDirectoryPath + "/Weights"])
+        XCTAssertEqual(read.cacheDirectory.path, "/c")
+        XCTAssertEqual(read.assetsURL.absoluteString, "http://mirror/v8")
+        XCTAssertTrue(read.offline)
+        XCTAssertEqual(read.downloadTimeout, .milliseconds(2500))
+        XCTAssertEqual(read.maxDownloadBytes, 1000)
+        XCTAssertEqual(try ModelStore.fromEnvironment(["XDG_CACHE_HOME": "/x"]).cacheDirectory.path, "/x/yolo-swift")
+        let plain = try ModelStore.fromEnvironment([:])
+        XCTAssertEqual(plain, ModelStore())
+        XCTAssertFalse(plain.offline)
+        XCTAssertEqual(plain.assetsURL, ModelStore.ultralyticsAssets)
+        XCTAssertThrowsError(try ModelStore.fromEnvironment(["YOLO_ASSETS_URL": "ftp://x"]))
     }
 
     /// Partial files older than a day (from a killed process) are removed by the next download.
@@ -316,51 +339,45 @@ final class DownloadTests: XCTestCase {
         let fresh = cache.appendingPathComponent(".new.safetensors.2.partial")
         for file in [stale, fresh] { try Data(count: 10).write(to: file) }
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -2 * 86_400)], ofItemAtPath: stale.path)
-        _ = try await YOLO(url: URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!)
+        _ = try await YOLO(url: URL(string: "http://127.0.0.1:\(port)/yolo26n-served.safetensors")!, store: store)
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path))
         XCTAssertTrue(FileManager.default.fileExists(atPath: fresh.path))
     }
 
-    /// An official name found nowhere downloads Ultralytics' release asset once, here from
-    /// `YOLO_ASSETS_URL` on loopback serving yolo26n-w8.pt as yolo26n.pt; `YOLO_OFFLINE=1` refuses,
+    /// An official name found nowhere downloads Ultralytics' release asset once, here from an
+    /// `assetsURL` on loopback serving yolo26n-w8.pt as yolo26n.pt; an offline store refuses,
     /// naming what to place where.
     func testOfficialNameDownloadsTheReleaseAsset() async throws {
         let weights = root.appendingPathComponent("weights")
         try FileManager.default.createDirectory(at: weights, withIntermediateDirectories: true)
-        let saved = ProcessInfo.processInfo.environment["YOLO_WEIGHTS_DIR"]
         let checkpoint = try weightsFile("yolo26n-w8.pt")
         let classifier = try Data(contentsOf: try weightsFile("yolo26n-cls"))
-        setenv("YOLO_WEIGHTS_DIR", weights.path, 1)
-        defer {
-            if let saved { setenv("YOLO_WEIGHTS_DIR", saved, 1) } else { unsetenv("YOLO_WEIGHTS_DIR") }
-            unsetenv("YOLO_ASSETS_URL")
-            unsetenv("YOLO_OFFLINE")
-        }
+        store.searchDirectories = [weights]
         let base = "http://127.0.0.1:\(port)/v8.4.0"
-        setenv("YOLO_ASSETS_URL", base, 1)
+        store.assetsURL = URL(string: base)!
         // A yolo26n.pt from elsewhere, here a classifier, never stands in for the official one.
         let impostor = "http://127.0.0.1:\(port)/elsewhere/yolo26n.pt"
         try publish(classifier, as: "elsewhere/yolo26n.pt")
-        _ = try ModelLocator.url(for: impostor)
-        setenv("YOLO_OFFLINE", "1", 1)
-        let local = ModelLocator.searchDirectories.dropLast().map(\.path)
-        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26n")) { error in
+        _ = try store.url(for: impostor)
+        store.offline = true
+        let local = [weights.path]
+        XCTAssertThrowsError(try store.url(for: "yolo26n")) { error in
             XCTAssertEqual(error as? YOLOError, .offline(name: "yolo26n", url: base + "/yolo26n.pt", directories: local))
             XCTAssertEqual((error as? LocalizedError)?.errorDescription,
-                           "model 'yolo26n' is not on this machine and YOLO_OFFLINE=1 forbids downloading it from \(base)/yolo26n.pt; "
+                           "model 'yolo26n' is not on this machine and offline mode (YOLO_OFFLINE=1) forbids downloading it from \(base)/yolo26n.pt; "
                                + "place yolo26n.pt (that file) or yolo26n.safetensors in " + local.joined(separator: " or "))
         }
-        unsetenv("YOLO_OFFLINE")
+        store.offline = false
         try publish(try Data(contentsOf: checkpoint), as: "v8.4.0/yolo26n.pt")
-        let model = try await YOLO("yolo26n.pt")
+        let model = try await YOLO("yolo26n.pt", store: store)
         XCTAssertEqual(model.names[0], "person")
         let cached = cachedName(base + "/yolo26n.pt", "yolo26n.pt")
         XCTAssertEqual(try cacheContents, [cached, cachedName(impostor, "yolo26n.pt")].sorted())
         // From the cache from now on, offline too.
-        setenv("YOLO_OFFLINE", "1", 1)
-        XCTAssertEqual(try ModelLocator.url(for: "yolo26n").lastPathComponent, cached)
+        store.offline = true
+        XCTAssertEqual(try store.url(for: "yolo26n").lastPathComponent, cached)
         // Other names are never downloaded.
-        XCTAssertThrowsError(try ModelLocator.url(for: "yolo26q")) { error in
+        XCTAssertThrowsError(try store.url(for: "yolo26q")) { error in
             guard case .modelNotFound(name: "yolo26q", _)? = error as? YOLOError else { return XCTFail("\(error)") }
         }
     }
@@ -371,18 +388,18 @@ final class DownloadTests: XCTestCase {
         for name in ["yolo26n", "yolo26x-cls", "yolo11x-seg", "yolov8s-pose", "yolov8m-obb", "yolov8l-cls", "yolov8n-oiv7",
                      "yolo12n", "yolov10b", "yolov9t", "yolov9e-seg", "yolov5nu", "yolov5s6u", "yolov3u", "yolov3-tinyu",
                      "yolov3-sppu"] {
-            XCTAssertTrue(ModelLocator.isOfficial(name), name)
+            XCTAssertTrue(ModelStore.isOfficial(name), name)
         }
         for name in ["yolo26q", "yolo12n-seg", "yolov9t-seg", "yolov10n-seg", "yolov5n", "yolov3", "yolov8s-world",
                      "yolo26n-sem", "rtdetr-l", "yolov6n", "yolov8n.pt"] {
-            XCTAssertFalse(ModelLocator.isOfficial(name), name)
+            XCTAssertFalse(ModelStore.isOfficial(name), name)
         }
     }
 
     /// `YOLO("https://…")`, as `yolo predict --model URL` calls it, downloads through the cache.
     func testURLIsAcceptedAsAModelName() async throws {
         let url = "http://127.0.0.1:\(port)/yolo26n-served.safetensors"
-        let model = try await YOLO(url)
+        let model = try await YOLO(url, store: store)
         XCTAssertEqual(model.names[0], "person")
         XCTAssertEqual(try cacheContents, [cachedName(url, "yolo26n-served.safetensors")])
     }

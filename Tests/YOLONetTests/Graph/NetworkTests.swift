@@ -31,6 +31,23 @@ final class NetworkTests: XCTestCase {
         }
     }
 
+    /// `isCancelled` is asked before every layer: true ends the pass with `CancellationError`
+    /// there, and the next pass gives the uncancelled pass's output.
+    func testCancelledPassStopsBeforeTheNextLayer() throws {
+        let network = try Model(contentsOf: try weightsFile("yolo26n")).network
+        let x = Tensor(shape: [1, 3, 128, 96], scalars: (0..<(3 * 128 * 96)).map { Float($0 * 7 % 251) / 251 })
+        let ws = Workspace()
+        let expected = Tensor(try network.forward(x, in: ws).output)
+        var asked = 0, ran = 0
+        XCTAssertThrowsError(try network.forward(x, in: Workspace(), observe: { _, _ in ran += 1 }, isCancelled: {
+            asked += 1
+            return asked > 5
+        })) { XCTAssertTrue($0 is CancellationError, "\($0)") }
+        XCTAssertEqual(ran, 5)
+        let again = Tensor(try network.forward(x, in: ws, isCancelled: { false }).output)
+        XCTAssertEqual(again.scalars, expected.scalars)
+    }
+
     /// In an int8 graph each layer's output carries its range as the int8 convolution that wrote it
     /// measured it (or as Upsample and Concat pass it on), and that range is its floats' exact
     /// smallest and largest: the next int8 convolution quantizes by it instead of finding it.
