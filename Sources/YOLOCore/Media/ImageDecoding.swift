@@ -5,8 +5,10 @@ import Foundation
 
 extension Image {
     /// Decodes a JPEG or PNG file, recognised by its first bytes, not its extension.
-    /// - Parameter maxPixels: the largest width · height accepted, checked from the header
-    ///   before any pixel memory is taken; raise it for larger images from trusted sources.
+    /// - Parameters:
+    ///   - url: the file.
+    ///   - maxPixels: the largest width · height accepted, checked from the header before any
+    ///     pixel memory is taken; raise it for larger images from trusted sources.
     public init(contentsOf url: URL, maxPixels: Int = Image.defaultMaxPixels) throws {
         if let kind = MediaFiles.irregularKind(atPath: url.path) {
             throw ImageError.unreadable(file: url.path, reason: "it is \(kind), not an image file")

@@ -75,9 +75,11 @@ public final class YOLO: Sendable {
 
     /// Runs the model on an image file (JPEG or PNG).
     ///
-    /// - Parameter task: the task the caller expects; `nil` runs the model's own task. Asking for
-    ///   another task throws `YOLOError.taskMismatch`, except `.detect` from a segment or pose
-    ///   model, which gives its boxes alone (no mask or keypoint post-processing).
+    /// - Parameters:
+    ///   - path: the image file; its name becomes `Results.path`.
+    ///   - task: the task the caller expects; `nil` runs the model's own task. Asking for another
+    ///     task throws `YOLOError.taskMismatch`, except `.detect` from a segment or pose model,
+    ///     which gives its boxes alone (no mask or keypoint post-processing).
     /// - Returns: results whose `task` says which fields are filled: `boxes` (detect), plus
     ///   `masks` (segment) or `keypoints` (pose) one per box, `obb` (obb) or `probs` (classify).
     ///

@@ -34,7 +34,11 @@ public struct Box: Sendable, Equatable {
     /// A box in original-image pixels, e.g. from another detector, to track or draw.
     /// - Parameters:
     ///   - xyxy: x1, y1, x2, y2.
+    ///   - conf: the confidence.
+    ///   - cls: the class index.
+    ///   - name: the class name.
     ///   - originalShape: the image's height and width.
+    ///   - id: a track ID, nil when untracked.
     public init(xyxy: [Float], conf: Float, cls: Int, name: String, originalShape: [Int], id: Int? = nil) {
         self.xyxy = xyxy
         self.conf = conf

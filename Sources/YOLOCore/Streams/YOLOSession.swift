@@ -59,6 +59,8 @@ public final class YOLOSession: Sendable {
     /// task iterating `results` stops the session as `stop()` does.
     ///
     /// - Parameters:
+    ///   - model: the model for the first frame on (see `model`).
+    ///   - source: where the frames come from.
     ///   - task: the task expected of every model the session runs, as in `YOLO.predict`;
     ///     `nil` runs each model's own task. A mismatch with `model` throws here
     ///     (`YOLOError.taskMismatch`), with a later model, it ends the session.

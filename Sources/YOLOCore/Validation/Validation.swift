@@ -76,11 +76,19 @@ extension YOLO {
     /// print(metrics.mAP50to95, metrics.classes.map(\.name))
     /// ```
     ///
-    /// Corrupt images and label files are counted and reported in `dataset`, not thrown.
-    /// - Parameter progress: called after each image with (done, total), on an inference thread.
+    /// Corrupt images and label files are counted and reported in `dataset`, not thrown. Runs on
+    /// the model's inference threads (see `predict(_:task:)`); cancelling the calling task stops
+    /// it before the next layer and throws `CancellationError`.
     ///
-    /// Runs on the model's inference threads (see `predict(_:task:)`); cancelling the calling task
-    /// stops it before the next layer and throws `CancellationError`.
+    /// - Parameters:
+    ///   - data: the dataset YAML file.
+    ///   - split: the split to validate (`val`, `test`, `train`).
+    ///   - batch: images per batch: each batch is letterboxed to one shape.
+    ///   - imageSize: the long side, rounded up to a multiple of the stride.
+    ///   - confidence: the confidence threshold.
+    ///   - iou: the NMS IoU threshold.
+    ///   - maxDetections: detections kept per image.
+    ///   - progress: called after each image with (done, total), on an inference thread.
     public func val(data: String, split: String = "val", batch: Int = 16, imageSize: Int = 640,
                     confidence: Float = 0.001, iou: Float = 0.7, maxDetections: Int = 300,
                     progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> ValidationResults {
