@@ -23,7 +23,7 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup var options: PredictOptions
 
-    @Option(help: "bytetrack, botsort (without camera-motion compensation) or an Ultralytics tracker YAML file.")
+    @Option(help: "bytetrack, botsort (without camera-motion compensation), tracktrack, ocsort, fasttrack, deepocsort, spatial or a tracker YAML file.")
     var tracker = "bytetrack"
 
     func run() async throws {

@@ -22,7 +22,7 @@ extension Results {
         if let probs {
             return probs.top5.isEmpty ? "" : line(probs.top1, probs.name(probs.top1), probs.top1conf, [], nil)
         }
-        return (task == .obb ? obb.map { line($0.cls, $0.name, $0.conf, $0.xyxy, nil) }
+        return (task == .obb ? obb.map { line($0.cls, $0.name, $0.conf, $0.xyxy, $0.id) }
             : boxes.map { line($0.cls, $0.name, $0.conf, $0.xyxy, $0.id) }).joined()
     }
 

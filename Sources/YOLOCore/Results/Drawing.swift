@@ -72,7 +72,7 @@ extension Results {
             canvas.drawLabeledBox(box, lineWidth: thickness)
         }
         for box in obb.reversed() {
-            canvas.drawLabeledPolygon(box.xyxyxyxy, label: "\(box.name) \(String(format: "%.2f", Double(box.conf)))",
+            canvas.drawLabeledPolygon(box.xyxyxyxy, label: (box.id.map { "id:\($0) " } ?? "") + "\(box.name) \(String(format: "%.2f", Double(box.conf)))",
                                       color: classColor(box.cls), lineWidth: thickness)
         }
         if let probs {

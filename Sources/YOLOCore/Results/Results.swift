@@ -203,6 +203,8 @@ public struct OrientedBox: Sendable, Equatable {
     public let name: String
     /// Original image height and width.
     public let originalShape: [Int]
+    /// Track ID from an `ObjectTracker`; nil when untracked.
+    public var id: Int? = nil
 
     /// The four corners (Ultralytics `xywhr2xyxyxyxy`): centre ± half-width along the angle ±
     /// half-height across it.
@@ -224,7 +226,7 @@ public struct OrientedBox: Sendable, Equatable {
     /// The same rectangle with its angle in [0, π/2), width and height swapped where needed
     /// (Ultralytics `regularize_rboxes`).
     public var regularized: OrientedBox {
-        OrientedBox(xywhr: regularizedRotatedBox(xywhr), conf: conf, cls: cls, name: name, originalShape: originalShape)
+        OrientedBox(xywhr: regularizedRotatedBox(xywhr), conf: conf, cls: cls, name: name, originalShape: originalShape, id: id)
     }
 }
 
@@ -377,6 +379,8 @@ extension Results: Codable {
     private struct OBBColumns: Codable {
         var xywhr: [[Float]], xyxyxyxy: [[SIMD2<Float>]]?, conf: [Float], cls: [Int]
         var name: [String]?
+        /// Track IDs, as `BoxColumns.id`.
+        var id: [Int]?
     }
 
     private struct ProbColumns: Codable {
@@ -398,8 +402,10 @@ extension Results: Codable {
                                     name: boxes.map(\.name), id: !ids.isEmpty && ids.count == boxes.count ? ids : nil),
                          forKey: .boxes)
         case .obb:
+            let ids = obb.compactMap(\.id)
             try c.encode(OBBColumns(xywhr: obb.map(\.xywhr), xyxyxyxy: obb.map(\.xyxyxyxy), conf: obb.map(\.conf),
-                                    cls: obb.map(\.cls), name: obb.map(\.name)), forKey: .obb)
+                                    cls: obb.map(\.cls), name: obb.map(\.name),
+                                    id: !ids.isEmpty && ids.count == obb.count ? ids : nil), forKey: .obb)
         case .classify:
             break
         }
@@ -469,13 +475,15 @@ extension Results: Codable {
             keypoints = []
         }
         if let columns = try c.decodeIfPresent(OBBColumns.self, forKey: .obb) {
+            let ids = columns.id.flatMap { $0.isEmpty ? nil : $0 }
             guard columns.conf.count == columns.xywhr.count, columns.cls.count == columns.xywhr.count,
-                  columns.xywhr.allSatisfy({ $0.count == 5 }) else {
+                  ids.map({ $0.count == columns.xywhr.count }) ?? true, columns.xywhr.allSatisfy({ $0.count == 5 }) else {
                 throw DecodingError.dataCorruptedError(forKey: .obb, in: c, debugDescription: "obb columns differ in length")
             }
             let n = names(columns.name, columns.cls)
             obb = columns.xywhr.indices.map {
-                OrientedBox(xywhr: columns.xywhr[$0], conf: columns.conf[$0], cls: columns.cls[$0], name: n[$0], originalShape: shape)
+                OrientedBox(xywhr: columns.xywhr[$0], conf: columns.conf[$0], cls: columns.cls[$0], name: n[$0], originalShape: shape,
+                            id: ids?[$0])
             }
         } else {
             obb = []

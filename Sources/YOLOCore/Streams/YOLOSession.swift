@@ -72,14 +72,14 @@ public final class YOLOSession: Sendable {
     ///     the tracker sees low-confidence boxes; `configuration` can change it.
     ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
     ///     (latest wins) instead of making the source wait; ignored for files.
-    /// - Throws: also `TrackingError.unsupportedTask` for a tracker on a classify or obb model.
+    /// - Throws: also `TrackingError.unsupportedTask` for a tracker on a classify model.
     public init(model: YOLO, source: Source, task: YOLOTask? = nil, tracker: TrackerConfiguration? = nil,
                 frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
         let effectiveTask = try model.resolve(task)
         guard frameStride >= 1 else {
             throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
         }
-        if tracker != nil, ![.detect, .segment, .pose].contains(effectiveTask) {
+        if tracker != nil, effectiveTask == .classify {
             throw TrackingError.unsupportedTask(effectiveTask)
         }
         let input = try Input(source)
