@@ -26,7 +26,7 @@ extension Results {
             : boxes.map { line($0.cls, $0.name, $0.conf, $0.xyxy, $0.id) }).joined()
     }
 
-    private static func csvField(_ text: String) -> String {
+    static func csvField(_ text: String) -> String {
         guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

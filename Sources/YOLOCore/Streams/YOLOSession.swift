@@ -126,6 +126,13 @@ public final class YOLOSession: Sendable {
         set { core.state.withLock { $0.tracker = newValue.map { ObjectTracker($0) } } }
     }
 
+    /// Applied to each frame before the model sees it, from the next frame on (e.g.
+    /// `TrackZone.masked`); results carry the transformed frame.
+    public var frameTransform: (@Sendable (Image) -> Image)? {
+        get { core.state.withLock { $0.frameTransform } }
+        set { core.state.withLock { $0.frameTransform = newValue } }
+    }
+
     /// The tracks after the last frame delivered, lost ones included (their `history` gives
     /// trails); empty when not tracking.
     public var tracks: [Track] { core.state.withLock { $0.tracker?.tracks ?? [] } }
@@ -166,6 +173,7 @@ final class SessionCore: Sendable {
         var model: YOLO
         var configuration: YOLOConfiguration
         var tracker: ObjectTracker?
+        var frameTransform: (@Sendable (Image) -> Image)?
         var latest: Results?
         var failure: (any Error)?
         var paused = false
@@ -201,11 +209,12 @@ final class SessionCore: Sendable {
     /// The next frame's result; nil at the end of the source, after `stop()` or an error.
     func next() async -> Results? {
         guard await running(), let frame = await queue.next(), await running() else { return nil }
-        let (model, configuration) = state.withLock { ($0.model, $0.configuration) }
+        let (model, configuration, transform) = state.withLock { ($0.model, $0.configuration, $0.frameTransform) }
         var result: Results
         do {
             result = try await InferenceExecutor.shared.run { [task] cancellation in
-                try model(frame.image, task: task, configuration: configuration, cancellation: cancellation)
+                try model(transform?(frame.image) ?? frame.image, task: task, configuration: configuration,
+                          cancellation: cancellation)
             }
             result = try state.withLock { [result] s in try s.tracker?.update(result) ?? result }
         } catch {
