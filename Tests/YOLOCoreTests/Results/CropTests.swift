@@ -1,0 +1,32 @@
+import Foundation
+import TestSupport
+import XCTest
+import YOLOCore
+
+final class CropTests: XCTestCase {
+    /// Ultralytics 8.4.190's crops of its own yolo26n boxes on bus.jpg (`Results.save_crop`, the
+    /// sizes PIL reports for the files it wrote): our crops of the same boxes have its sizes and
+    /// hold the image's pixels there.
+    func testCropsAreCutAsUltralyticsCutsThem() throws {
+        let image = try Image(contentsOf: try sharedFile("images/bus.jpg"))
+        let boxes: [([Float], Int, String)] = [
+            ([223.19720458984375, 409.0158386230469, 345.49853515625, 861.2998046875], 0, "person"),
+            ([48.7569465637207, 402.6962585449219, 239.46713256835938, 902.8123779296875], 0, "person"),
+            ([0.0, 230.6890411376953, 801.3367309570312, 761.9708251953125], 5, "bus"),
+            ([671.8545532226562, 393.8866271972656, 809.4216918945312, 878.730712890625], 0, "person"),
+            ([0.0, 555.32275390625, 60.00752639770508, 871.27001953125], 0, "person"),
+        ]
+        let crops = Results(image: image, boxes: boxes.map { Box(xyxy: $0.0, conf: 0.5, cls: $0.1, name: $0.2, in: image) }).crops()
+        // bus.jpg, bus-2.jpg, … in box order within each class folder.
+        XCTAssertEqual(crops.map(\.name), ["person", "person", "bus", "person", "person"])
+        XCTAssertEqual(crops.map { [$0.image.width, $0.image.height] }, [[135, 471], [205, 520], [810, 552], [145, 504], [65, 332]])
+        // The first crop starts at x = trunc(284.348 − 134.747 / 2) = 216, y = trunc(635.158 − 471.33 / 2) = 399.
+        let crop = crops[0].image
+        for (x, y) in [(0, 0), (134, 0), (0, 470), (134, 470), (60, 200)] {
+            let a = (y * crop.width + x) * 3, b = ((y + 399) * image.width + x + 216) * 3
+            XCTAssertEqual(Array(crop.pixels[a..<a + 3]), Array(image.pixels[b..<b + 3]), "(\(x), \(y))")
+        }
+        XCTAssertEqual(Results(image: image, boxes: [Box(xyxy: [900, 1200, 950, 1300], conf: 0.5, cls: 0, name: "person", in: image)])
+            .crops().count, 0, "a box wholly outside the image has no crop")
+    }
+}
