@@ -219,8 +219,8 @@ struct PredictOptions: ParsableArguments {
                          json: JSONStream?, csv: OutputFile?) async throws -> Run {
         let yolo = try await YOLO(model, configuration: config, precision: precision)
         let task = requested ?? yolo.task
-        if saveCrop, task == .classify || task == .obb {
-            throw CommandFailure(message: "--save-crop cuts boxes: \(task) results have none (detect, segment and pose do)")
+        if saveCrop, task == .classify {
+            throw CommandFailure(message: "--save-crop cuts boxes: classify results have none")
         }
         let saveDirectory = save || saveTxt || saveCrop || saveFrames
             ? try runFolder.make(task: task.rawValue, verb: tracker == nil ? "predict" : "track") : nil

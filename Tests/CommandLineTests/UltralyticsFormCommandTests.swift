@@ -132,7 +132,7 @@ final class UltralyticsFormCommandTests: CommandTestCase {
                                "person/bus-3.jpg": [145, 504], "person/bus-4.jpg": [65, 332]])
         let classify = try yolo(["predict", "model=yolo26n-cls", "source=" + (try sharedFile("images/bus.jpg").path), "save_crop=True"])
         XCTAssertEqual(classify.status, 1)
-        XCTAssertEqual(classify.stderr, "Error: --save-crop cuts boxes: classify results have none (detect, segment and pose do)\n")
+        XCTAssertEqual(classify.stderr, "Error: --save-crop cuts boxes: classify results have none\n")
     }
 
     /// A video's annotated frames as <stem>_frames/<stem>_<n>.jpg, without the video unless

@@ -29,4 +29,32 @@ final class CropTests: XCTestCase {
         XCTAssertEqual(Results(image: image, boxes: [Box(xyxy: [900, 1200, 950, 1300], conf: 0.5, cls: 0, name: "person", in: image)])
             .crops().count, 0, "a box wholly outside the image has no crop")
     }
+
+    /// Rotated boxes turned upright as Ultralytics 8.4.190's `save_one_box` warps them (its own
+    /// obb boxes on boats.jpg, the crops it returns and some of their pixels, RGB).
+    func testRotatedCropsAreWarpedAsUltralyticsWarpsThem() throws {
+        let image = try Image(contentsOf: try sharedFile("images/boats.jpg"))
+        let cases: [(xywhr: [Float], size: [Int], pixels: [[UInt8]])] = [
+            ([1770.3583984375, 651.79248046875, 108.44205474853516, 34.28382110595703, -0.501531720161438], [108, 34],
+             [[5, 1, 2], [6, 15, 17], [166, 191, 187], [142, 160, 154], [100, 129, 122], [86, 113, 120]]),
+            ([1709.1533203125, 787.615966796875, 107.97049713134766, 33.98624801635742, -0.44958388805389404], [108, 34],
+             [[0, 0, 0], [61, 78, 80], [160, 175, 179], [170, 161, 156], [20, 27, 33], [166, 176, 178]]),
+            ([1486.462158203125, 314.7645263671875, 97.79027557373047, 31.663103103637695, -0.5179659724235535], [98, 32],
+             [[0, 1, 4], [158, 180, 181], [12, 32, 32], [120, 131, 132], [167, 179, 176], [142, 163, 164]]),
+        ]
+        let boxes = cases.map { OrientedBox(xywhr: $0.xywhr, conf: 0.5, cls: 1, name: "ship", in: image) }
+        let crops = Results(task: .obb, originalShape: [image.height, image.width], inputShape: [], obb: boxes, image: image).crops()
+        XCTAssertEqual(crops.map(\.name), ["ship", "ship", "ship"])
+        for (crop, expected) in zip(crops.map(\.image), cases) {
+            let (w, h) = (crop.width, crop.height)
+            XCTAssertEqual([w, h], expected.size)
+            // Ultralytics' points: the corners, the centre and (w/3, 2h/3); OpenCV's rounding is
+            // followed to within 1 (see rotatedCrop).
+            for ((x, y), rgb) in zip([(0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1), (w / 2, h / 2), (w / 3, 2 * h / 3)], expected.pixels) {
+                let i = (y * w + x) * 3
+                XCTAssertLessThanOrEqual(zip(crop.pixels[i..<i + 3], rgb).map { abs(Int($0) - Int($1)) }.max()!, 1,
+                                         "(\(x), \(y)) of \(expected.xywhr): \(Array(crop.pixels[i..<i + 3])) against \(rgb)")
+            }
+        }
+    }
 }
