@@ -72,8 +72,11 @@ struct PredictOptions: ParsableArguments {
     @Option(help: "Keep only these class indices, comma-separated.")
     var classes: String?
 
-    @Option(help: "Long side of the network input (default: the model's training size).")
-    var imgsz: Int?
+    @Option(help: "Long side of the network input, or HEIGHT,WIDTH of the field the image is fitted into (default: the model's training size).")
+    var imgsz: ImageSizeArgument?
+
+    @Flag(name: .customLong("agnostic-nms"), help: "NMS across classes instead of per class (legacy models).")
+    var agnosticNMS = false
 
     @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
     var threads: Int?
@@ -85,13 +88,29 @@ struct PredictOptions: ParsableArguments {
     var save = false
 
     @Flag(name: .customLong("save-txt"), help: ArgumentHelp(
-        "Save label files in Ultralytics' formats, coordinates normalized, confidence last.",
+        "Save label files in Ultralytics' formats, coordinates normalized.",
         discussion: """
-        detect: cls cx cy w h conf; segment: cls x1 y1 x2 y2 … conf (outline); pose: cls cx cy w h \
-        kx ky kv … conf; obb: cls x1 y1 x2 y2 x3 y3 x4 y4 conf (corners); classify: "conf name" for \
-        the top 5. A video's frames get <stem>_<n>.txt, n counting predicted frames from 1.
+        detect: cls cx cy w h; segment: cls x1 y1 x2 y2 … (outline); pose: cls cx cy w h kx ky kv …; \
+        obb: cls x1 y1 x2 y2 x3 y3 x4 y4 (corners); classify: "conf name" for the top 5. A video's \
+        frames get <stem>_<n>.txt, n counting predicted frames from 1.
         """))
     var saveTxt = false
+
+    @Flag(name: .customLong("save-conf"), help: "End each --save-txt line with the confidence (before a track ID).")
+    var saveConf = false
+
+    @Flag(name: .customLong("save-crop"), help: "Save each box's region as crops/<class>/<stem>.jpg (<stem>-2.jpg, … for more), as Ultralytics cuts them.")
+    var saveCrop = false
+
+    @Flag(name: .customLong("save-frames"), help: "Save each annotated frame of a video or stream as <stem>_frames/<stem>_<n>.jpg.")
+    var saveFrames = false
+
+    @Option(name: .customLong("line-width"), help: "Box outline width in pixels, 0.5…3 (default: from the image size).")
+    var lineWidth: Double?
+
+    @Flag(exclusivity: .chooseLast) var labelsShown = LabelsShown.showLabels
+    @Flag(exclusivity: .chooseLast) var confShown = ConfShown.showConf
+    @Flag(exclusivity: .chooseLast) var boxesShown = BoxesShown.showBoxes
 
     @Option(name: .customLong("save-json"), help: "Write all results to this JSON file (an array, written as results finish), or - for JSON lines on stdout.")
     var saveJSON: String?
@@ -105,11 +124,7 @@ struct PredictOptions: ParsableArguments {
     @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
     var quiet = false
 
-    @Option(help: "Folder for saved runs (default runs/predict, runs/track for track).")
-    var project: String?
-
-    @Option(help: "Run name inside the project folder; exp, exp2, … when taken.")
-    var name: String = "exp"
+    @OptionGroup var runFolder: RunFolderOptions
 
     /// What `--source` names, one item of the run: an image, or frames named `name` in messages.
     private enum Input {
@@ -138,7 +153,11 @@ struct PredictOptions: ParsableArguments {
             config.confidence = conf ?? (tracker == nil ? 0.25 : 0.1)
             config.iou = iou
             config.maxDetections = maxDet
-            config.imageSize = imgsz
+            if let sides = imgsz?.sides {
+                if sides.count == 1 { config.imageSize = sides[0] } else { config.imageShape = sides }
+            }
+            config.agnosticNMS = agnosticNMS
+            config.lineWidth = lineWidth
             config.threads = threads
             if let classes {
                 config.classes = try classes.split(separator: ",").map {
@@ -199,7 +218,12 @@ struct PredictOptions: ParsableArguments {
     private func predict(_ inputs: [Input], config: YOLOConfiguration, task requested: YOLOTask?, tracker: TrackerConfiguration?,
                          json: JSONStream?, csv: OutputFile?) async throws -> Run {
         let yolo = try await YOLO(model, configuration: config, precision: precision)
-        let saveDirectory = save || saveTxt ? try makeRunDirectory(project: project ?? (tracker == nil ? "runs/predict" : "runs/track"), name: name) : nil
+        let task = requested ?? yolo.task
+        if saveCrop, task == .classify {
+            throw CommandFailure(message: "--save-crop cuts boxes: classify results have none")
+        }
+        let saveDirectory = save || saveTxt || saveCrop || saveFrames
+            ? try runFolder.make(task: task.rawValue, verb: tracker == nil ? "predict" : "track") : nil
         let images = inputs.filter(\.isImage).count
         var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
                       images: images, videos: inputs.count - images, saveDirectory: saveDirectory)
@@ -211,6 +235,7 @@ struct PredictOptions: ParsableArguments {
             try csv?.write(result.csv())
             try csv?.flush()
             if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
+            if saveCrop, let saveDirectory { try writeCrops(result, named: labelStem, in: saveDirectory) }
         }
         for (i, input) in inputs.enumerated() {
             if Task.isCancelled { break }
@@ -225,10 +250,10 @@ struct PredictOptions: ParsableArguments {
                     run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
                             + result.summary + String(format: "%.1fms", result.speed.inference))
                     try write(result, url.deletingPathExtension().lastPathComponent)
-                    if save, let saveDirectory { try result.annotated().write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
+                    if save, let saveDirectory { try annotate(result).write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
                 case let .frames(source, name):
                     try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
-                                            run: &run, saveDirectory: save ? saveDirectory : nil, write: write)
+                                            run: &run, saveDirectory: saveDirectory, write: write)
                 }
             } catch let error as OutputFailure {
                 throw error
@@ -243,7 +268,8 @@ struct PredictOptions: ParsableArguments {
     }
 
     /// Streams a video, a network stream or stdin through a session: each frame's result is
-    /// written, annotated into `<stem>.mp4` in `saveDirectory` when given, then dropped.
+    /// written, annotated into `<stem>.mp4` (--save) and `<stem>_frames/<stem>_<n>.jpg`
+    /// (--save-frames) in `saveDirectory`, then dropped.
     private func predictFrames(of source: YOLOSession.Source, name: String, label: String, yolo: YOLO, task: YOLOTask?,
                                tracker: TrackerConfiguration?, run: inout Run, saveDirectory: URL?,
                                write: (Results, String) throws -> Void) async throws {
@@ -269,14 +295,20 @@ struct PredictOptions: ParsableArguments {
             } else {
                 run.say("\(label) (\(frame)) \(name): \(detail)")
             }
-            try write(result, "\(stem)_\(predicted)")
-            if let saveDirectory {
-                let annotated = try result.annotated()
-                if writer == nil {
+            let frameStem = "\(stem)_\(predicted)"
+            try write(result, frameStem)
+            if save || saveFrames, let saveDirectory {
+                let annotated = try annotate(result)
+                if save, writer == nil {
                     writer = try VideoWriter(url: saveDirectory.appendingPathComponent(stem + ".mp4"), width: annotated.width,
                                              height: annotated.height, frameRate: max(1, (session.frameRate ?? 30) / Double(vidStride)))
                 }
                 try writer?.write(annotated)
+                if saveFrames {
+                    let frames = saveDirectory.appendingPathComponent(stem + "_frames")
+                    try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
+                    try annotated.write(to: frames.appendingPathComponent(frameStem + ".jpg"))
+                }
             }
         }
         progress.end()
@@ -316,12 +348,13 @@ struct PredictOptions: ParsableArguments {
         }
     }
 
-    /// labels/<stem>.txt in Ultralytics' `save_txt` formats with `save_conf`, numbers as `%g`:
-    /// detect "cls cx cy w h conf"; segment "cls x1 y1 … conf" (the outline; objects whose
-    /// outline has fewer than 3 points are left out); pose "cls cx cy w h kx ky kv … conf"; obb
-    /// "cls x1 y1 … x4 y4 conf"; classify "conf name" per top-5 class. No file when no line.
+    /// labels/<stem>.txt in Ultralytics' `save_txt` formats, numbers as `%g`: detect "cls cx cy
+    /// w h"; segment "cls x1 y1 …" (the outline; objects whose outline has fewer than 3 points
+    /// are left out); pose "cls cx cy w h kx ky kv …"; obb "cls x1 y1 … x4 y4"; then the
+    /// confidence with --save-conf; classify "conf name" per top-5 class. No file when no line.
     private func writeLabels(_ result: Results, named stem: String, in directory: URL) throws {
         func g(_ v: Float) -> String { String(format: "%g", Double(v)) }
+        func conf(_ v: Float) -> [String] { saveConf ? [g(v)] : [] }
         // A tracked box's ID ends its line, after the confidence, as Ultralytics writes it.
         func id(_ box: Box) -> [String] { box.id.map { [String($0)] } ?? [] }
         var lines = [String]()
@@ -332,21 +365,21 @@ struct PredictOptions: ParsableArguments {
             }
         case .obb:
             lines = result.obb.map { box in
-                ([String(box.cls)] + box.xyxyxyxyn.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)]).joined(separator: " ")
+                ([String(box.cls)] + box.xyxyxyxyn.flatMap { [$0.x, $0.y] }.map(g) + conf(box.conf)).joined(separator: " ")
             }
         case .segment:
             lines = zip(result.boxes, result.masks).compactMap { box, mask in
                 let outline = mask.xyn
                 guard outline.count >= 3 else { return nil }
-                return ([String(box.cls)] + outline.flatMap { [$0.x, $0.y] }.map(g) + [g(box.conf)] + id(box)).joined(separator: " ")
+                return ([String(box.cls)] + outline.flatMap { [$0.x, $0.y] }.map(g) + conf(box.conf) + id(box)).joined(separator: " ")
             }
         case .pose:
             lines = zip(result.boxes, result.keypoints).map { box, k in
                 let points = k.xyn.indices.flatMap { i in [k.xyn[i].x, k.xyn[i].y] + (k.conf.count == k.xy.count ? [k.conf[i]] : []) }
-                return ([String(box.cls)] + (box.xywhn + points + [box.conf]).map(g) + id(box)).joined(separator: " ")
+                return ([String(box.cls)] + (box.xywhn + points).map(g) + conf(box.conf) + id(box)).joined(separator: " ")
             }
         case .detect:
-            lines = result.boxes.map { box in ([String(box.cls)] + (box.xywhn + [box.conf]).map(g) + id(box)).joined(separator: " ") }
+            lines = result.boxes.map { box in ([String(box.cls)] + box.xywhn.map(g) + conf(box.conf) + id(box)).joined(separator: " ") }
         }
 
         guard !lines.isEmpty else { return }
@@ -354,6 +387,28 @@ struct PredictOptions: ParsableArguments {
         try FileManager.default.createDirectory(at: labels, withIntermediateDirectories: true)
         try (lines.joined(separator: "\n") + "\n").write(
             to: labels.appendingPathComponent(stem + ".txt"), atomically: true, encoding: .utf8)
+    }
+
+    /// crops/<class name>/<stem>.jpg for each box, as Ultralytics' `save_crop` writes them: JPEG
+    /// at quality 95 without chroma subsampling; a name taken (by an earlier box of the class,
+    /// or an earlier run with --exist-ok) becomes <stem>-2.jpg, <stem>-3.jpg, ….
+    private func writeCrops(_ result: Results, named stem: String, in directory: URL) throws {
+        for crop in result.crops() {
+            let folder = directory.appendingPathComponent("crops").appendingPathComponent(crop.name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var file = folder.appendingPathComponent(stem + ".jpg")
+            var n = 1
+            while FileManager.default.fileExists(atPath: file.path) {
+                n += 1
+                file = folder.appendingPathComponent("\(stem)-\(n).jpg")
+            }
+            try crop.image.jpegData(quality: 95, subsampled: false).write(to: file)
+        }
+    }
+
+    /// The result drawn as --line-width, --hide-labels, --hide-conf and --hide-boxes ask.
+    private func annotate(_ result: Results) throws -> Image {
+        try result.annotated(labels: labelsShown == .showLabels, conf: confShown == .showConf, boxes: boxesShown == .showBoxes)
     }
 }
 
@@ -549,5 +604,42 @@ private struct Progress {
     mutating func end() {
         if shown { FileHandle.standardError.write(Data("\n".utf8)) }
         shown = false
+    }
+}
+
+/// `--imgsz`: one side, or Ultralytics' `[h, w]` written HEIGHT,WIDTH.
+struct ImageSizeArgument: ExpressibleByArgument {
+    let sides: [Int]
+
+    init?(argument: String) {
+        let sides = argument.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard (1...2).contains(sides.count), sides.allSatisfy({ $0 != nil }) else { return nil }
+        self.sides = sides.compactMap { $0 }
+    }
+}
+
+/// `--show-labels` / `--hide-labels`, and so on: Ultralytics' `show_labels`, `show_conf` and
+/// `show_boxes`, each either way, the last one given winning.
+enum LabelsShown: EnumerableFlag {
+    case showLabels, hideLabels
+
+    static func help(for value: Self) -> ArgumentHelp? {
+        value == .showLabels ? "Class names in the drawn labels (the default)." : "Labels without class names."
+    }
+}
+
+enum ConfShown: EnumerableFlag {
+    case showConf, hideConf
+
+    static func help(for value: Self) -> ArgumentHelp? {
+        value == .showConf ? "Confidences in the drawn labels (the default)." : "Labels without confidences."
+    }
+}
+
+enum BoxesShown: EnumerableFlag {
+    case showBoxes, hideBoxes
+
+    static func help(for value: Self) -> ArgumentHelp? {
+        value == .showBoxes ? "Draw boxes and their labels (the default)." : "Draw no boxes: masks, keypoints and classes only."
     }
 }

@@ -35,7 +35,7 @@ struct Val: AsyncParsableCommand {
     @Option(name: .customLong("save-json"), help: "Write the metrics to this JSON file.")
     var saveJSON: String?
 
-    @Flag(help: "Save the PR curve and the confusion matrix as PNG files under --project/--name.")
+    @Flag(help: "Save the PR curve and the confusion matrix as PNG files in the run folder (runs/detect/val, …).")
     var plots = false
 
     @Option(help: "Threads the kernels use (default: YOLO_NUM_THREADS, else one per core).")
@@ -44,18 +44,14 @@ struct Val: AsyncParsableCommand {
     @Option(help: "The convolutions' arithmetic: fp32 (PyTorch's results) or int8 (faster, close to fp32).")
     var precision: YOLOPrecision = .fp32
 
-    @Option(help: "Folder for saved runs.")
-    var project: String = "runs/val"
-
-    @Option(help: "Run name inside the project folder; exp, exp2, … when taken.")
-    var name: String = "exp"
+    @OptionGroup var runFolder: RunFolderOptions
 
     func run() async throws {
         do {
             var configuration = YOLOConfiguration()
             configuration.threads = threads
             let yolo = try await YOLO(model, configuration: configuration, precision: precision)
-            let runDirectory = plots ? try makeRunDirectory(project: project, name: name) : nil
+            let runDirectory = plots ? try runFolder.make(task: yolo.task.rawValue, verb: "val") : nil
             // A JSON file that cannot be written fails before the validation, not after it.
             if let saveJSON {
                 guard let file = fopen(saveJSON, "w") else {

@@ -17,13 +17,16 @@ final class OutputPathCommandTests: CommandTestCase {
                   "--project", project], in: directory)
     }
 
-    /// The project path is resolved once: a trailing slash, `.`, `./x`, `../x` and `x/./y` put
-    /// the run folder where the shell would, and nowhere else.
-    func testProjectPathsResolveAsTheShellDoes() throws {
+    /// The project path is resolved once, as Ultralytics 8.4.190's `get_save_dir` places it (the
+    /// folders below are its answers for the same projects): an absolute one as it is, a
+    /// relative one inside runs/detect, where `.`, `./x`, `../x` and `x/./y` go where the shell
+    /// would take them from there, and nowhere else.
+    func testProjectPathsResolveAsUltralyticsPlacesThem() throws {
         let work = scratch.appendingPathComponent("work")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        for (project, folder) in [(scratch.path + "/abs/", "abs/exp"), (".", "work/exp"), ("./x", "work/x/exp"),
-                                  ("../up", "up/exp"), ("x/./y", "work/x/y/exp"), (".", "work/exp2")] {
+        for (project, folder) in [(scratch.path + "/abs/", "abs/predict"), (".", "work/runs/detect/predict"),
+                                  ("./x", "work/runs/detect/x/predict"), ("../up", "work/runs/up/predict"),
+                                  ("x/./y", "work/runs/detect/x/y/predict"), (".", "work/runs/detect/predict-2")] {
             let result = try predictSaving(project: project, in: work)
             XCTAssertEqual(result.status, 0, "\(project): \(result.stderr)")
             let saved = scratch.appendingPathComponent(folder + "/bus.jpg")
@@ -31,8 +34,9 @@ final class OutputPathCommandTests: CommandTestCase {
             XCTAssertTrue(result.stdout.hasSuffix("Results saved to \(scratch.appendingPathComponent(folder).path)\n"), result.stdout)
         }
         let made = try FileManager.default.subpathsOfDirectory(atPath: scratch.path).filter { !$0.hasSuffix(".jpg") }.sorted()
-        XCTAssertEqual(made, ["abs", "abs/exp", "up", "up/exp", "work", "work/exp", "work/exp2", "work/stderr",
-                              "work/stdout", "work/x", "work/x/exp", "work/x/y", "work/x/y/exp"])
+        XCTAssertEqual(made, ["abs", "abs/predict", "work", "work/runs", "work/runs/detect", "work/runs/detect/predict",
+                              "work/runs/detect/predict-2", "work/runs/detect/x", "work/runs/detect/x/predict", "work/runs/detect/x/y",
+                              "work/runs/detect/x/y/predict", "work/runs/up", "work/runs/up/predict", "work/stderr", "work/stdout"])
         let badName = try yolo(["predict", "--source", try sharedFile("images/bus.jpg").path, "--save", "--name", "a/b"])
         XCTAssertEqual(badName.status, 1)
         XCTAssertEqual(badName.stderr, "Error: --name 'a/b' must be a folder name, without '/'\n")
@@ -44,7 +48,7 @@ final class OutputPathCommandTests: CommandTestCase {
         let runs = (0..<4).map { i in
             let process = Process()
             process.executableURL = executable
-            process.arguments = ["predict", "--source", bus, "--imgsz", "160", "--save", "--quiet", "--project", "runs"]
+            process.arguments = ["predict", "--source", bus, "--imgsz", "160", "--save", "--quiet", "--project", scratch.path + "/runs"]
             process.currentDirectoryURL = scratch
             process.environment = ProcessInfo.processInfo.environment.merging(["YOLO_WEIGHTS_DIR": weights]) { $1 }
             process.standardOutput = FileHandle.nullDevice
@@ -57,7 +61,7 @@ final class OutputPathCommandTests: CommandTestCase {
             XCTAssertEqual(process.terminationStatus, 0)
         }
         let folders = try FileManager.default.contentsOfDirectory(atPath: scratch.appendingPathComponent("runs").path).sorted()
-        XCTAssertEqual(folders, ["exp", "exp2", "exp3", "exp4"])
+        XCTAssertEqual(folders, ["predict", "predict-2", "predict-3", "predict-4"])
         for folder in folders {
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch.appendingPathComponent("runs/" + folder).path),
                            ["bus.jpg"], folder)

@@ -19,21 +19,21 @@ final class PredictCommandTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("image 1/2 \(images.path)/bus.jpg: 640x480 4 persons, 1 bus, "), result.stdout)
         XCTAssertTrue(result.stdout.contains("image 2/2 \(images.path)/zidane.jpg: 384x640 2 persons, 1 tie, "), result.stdout)
-        let run = scratch.appendingPathComponent("runs/predict/exp")
+        let run = scratch.appendingPathComponent("runs/detect/predict")
         XCTAssertTrue(FileManager.default.fileExists(atPath: run.appendingPathComponent("bus.jpg").path))
         let labels = try String(contentsOf: run.appendingPathComponent("labels/bus.txt"), encoding: .utf8)
             .split(separator: "\n").map { $0.split(separator: " ") }
         XCTAssertEqual(labels.count, 5)
-        XCTAssertTrue(labels.allSatisfy { $0.count == 6 }, "cls cx cy w h conf")
+        XCTAssertTrue(labels.allSatisfy { $0.count == 5 }, "cls cx cy w h, without --save-conf")
         XCTAssertEqual(labels.map { $0[0] }, ["0", "0", "5", "0", "0"])
         let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent("out.json")))
             as? [[String: Any]])
         XCTAssertEqual(json.map { $0["image"] as? String }, ["bus.jpg", "zidane.jpg"])
         XCTAssertEqual(json[0]["orig_shape"] as? [Int], [1080, 810])
         XCTAssertEqual((json[0]["boxes"] as? [String: Any])?["cls"] as? [Int], [0, 0, 5, 0, 0])
-        // A second run goes to exp2.
+        // A second run goes to predict-2, as Ultralytics 8.4.190 numbers it.
         XCTAssertEqual(try yolo(["predict", "--source", images.appendingPathComponent("bus.jpg").path, "--save"]).status, 0)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/predict/exp2/bus.jpg").path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/detect/predict-2/bus.jpg").path))
     }
 
     /// A folder or a pattern runs its images and videos in natural order, as `YOLOSession` does;
@@ -62,9 +62,9 @@ final class PredictCommandTests: CommandTestCase {
         }
     }
 
-    /// Label lines of `labels/<stem>.txt` in run `name`, split into fields.
-    private func labels(_ name: String, _ stem: String) throws -> [[Substring]] {
-        try String(contentsOf: scratch.appendingPathComponent("runs/predict/\(name)/labels/\(stem).txt"), encoding: .utf8)
+    /// Label lines of `labels/<stem>.txt` in run folder `runs/<run>`, split into fields.
+    private func labels(_ run: String, _ stem: String) throws -> [[Substring]] {
+        try String(contentsOf: scratch.appendingPathComponent("runs/\(run)/labels/\(stem).txt"), encoding: .utf8)
             .split(separator: "\n").map { $0.split(separator: " ") }
     }
 
@@ -74,14 +74,19 @@ final class PredictCommandTests: CommandTestCase {
 
     func testPredictSegmentPoseOBBAndClassify() throws {
         let bus = try sharedFile("images/bus.jpg").path, boats = try sharedFile("images/boats.jpg").path
+        // Each in runs/<task>/<model>, confidences in the labels.
         func run(_ model: String, _ source: String) throws -> CommandResult {
-            let result = try yolo(["predict", "--model", model, "--source", source, "--save", "--save-txt",
+            let result = try yolo(["predict", "--model", model, "--source", source, "--save", "--save-txt", "--save-conf",
                                    "--save-json", model + ".json", "--name", model])
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertTrue(FileManager.default.fileExists(
-                atPath: scratch.appendingPathComponent("runs/predict/\(model)/\(URL(fileURLWithPath: source).lastPathComponent)").path))
+                atPath: scratch.appendingPathComponent("runs/\(task(model))/\(model)/\(URL(fileURLWithPath: source).lastPathComponent)").path))
             return result
         }
+        func task(_ model: String) -> String {
+            ["seg": "segment", "pose": "pose", "obb": "obb", "cls": "classify"][String(model.split(separator: "-").last!)] ?? "detect"
+        }
+        func labels(_ model: String, _ stem: String) throws -> [[Substring]] { try self.labels("\(task(model))/\(model)", stem) }
 
         // segment: cls then the outline's normalized x y pairs, conf last.
         var result = try run("yolo26n-seg", bus)
@@ -116,7 +121,7 @@ final class PredictCommandTests: CommandTestCase {
         result = try run("yolo26n-cls", bus)
         XCTAssertTrue(result.stdout.contains("image 1/1 \(bus): 224x224 minibus 0.59, police van 0.26, trolleybus 0.12, "),
                       result.stdout)
-        let text = try String(contentsOf: scratch.appendingPathComponent("runs/predict/yolo26n-cls/labels/bus.txt"), encoding: .utf8)
+        let text = try String(contentsOf: scratch.appendingPathComponent("runs/classify/yolo26n-cls/labels/bus.txt"), encoding: .utf8)
         XCTAssertTrue(text.hasPrefix("0.59 minibus\n0.26 police van\n0.12 trolleybus\n"), text)
         XCTAssertEqual(text.split(separator: "\n").count, 5)
         object = try json("yolo26n-cls.json")
@@ -180,7 +185,7 @@ final class PredictCommandTests: CommandTestCase {
         XCTAssertTrue(result.stdout.contains("image 7/7 \(folder.path)/z-zidane.jpg: 384x640 2 persons, 1 tie, "), result.stdout)
         XCTAssertTrue(result.stdout.contains("\n6 images, 1 video (0 frames), 5 failed\n"), result.stdout)
         XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-bus.jpg", "z-zidane.jpg"])
-        XCTAssertEqual(try labels("exp", "a-bus").count, 5)
+        XCTAssertEqual(try labels("detect/predict", "a-bus").count, 5)
 
         let bad = try yolo(["predict", "--source", folder.path + "/[bc]*"])
         XCTAssertEqual(bad.status, 1)
@@ -205,7 +210,7 @@ final class PredictCommandTests: CommandTestCase {
         let lines = result.stderr.split(separator: "\n")
         XCTAssertEqual(lines.count, 3, result.stderr)
         for (i, name) in ["bus.jpg", "zidane.jpg"].enumerated() {
-            XCTAssertTrue(lines[i].hasPrefix("WARNING ⚠️ image \(i + 1)/2 cannot write \(scratch.path)/runs/predict/exp/\(name): File too large"), String(lines[i]))
+            XCTAssertTrue(lines[i].hasPrefix("WARNING ⚠️ image \(i + 1)/2 cannot write \(scratch.path)/runs/detect/predict/\(name): File too large"), String(lines[i]))
         }
         XCTAssertEqual(lines.last, "Error: 2 of the 2 inputs failed (see the warnings above)")
         XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["bus.jpg", "zidane.jpg"])
@@ -214,12 +219,12 @@ final class PredictCommandTests: CommandTestCase {
     /// Output paths that cannot be written fail at once, in one line, before any inference.
     func testUnwritableOutputsFailFirstAndClearly() throws {
         let bus = try sharedFile("images/bus.jpg").path
-        try Data("a file".utf8).write(to: scratch.appendingPathComponent("file"))
+        try Data("a file".utf8).write(to: scratch.appendingPathComponent("runs"))
         try FileManager.default.createSymbolicLink(atPath: scratch.appendingPathComponent("link.txt").path, withDestinationPath: "out.txt")
         for (arguments, message) in [
             (["--save-json", "missing/out.json"], "Error: cannot write --save-json missing/out.json: No such file or directory"),
             (["--save-json", scratch.path], "Error: cannot write --save-json \(scratch.path): Is a directory"),
-            (["--save", "--project", "file/runs"], "Error: cannot create the run folder file/runs/exp: Not a directory"),
+            (["--save"], "Error: cannot create the run folder runs/detect/predict: Not a directory"),
             (["--save-json", "out.txt", "--save-csv", "./out.txt"],
              "Error: --save-json out.txt and --save-csv ./out.txt are the same file: give each its own"),
             (["--save-json", "link.txt", "--save-csv", "out.txt"],

@@ -83,7 +83,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
         XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 10 })
 
-        let run = scratch.appendingPathComponent("runs/predict/exp")
+        let run = scratch.appendingPathComponent("runs/detect/predict")
         let labels = try FileManager.default.contentsOfDirectory(atPath: run.appendingPathComponent("labels").path)
         XCTAssertEqual(Set(labels), Set((1...15).map { "pan_\($0).txt" }))
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"),
@@ -266,7 +266,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         XCTAssertEqual(children.filter(isRunning), [], "ffmpeg left running")
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"),
                                    ["ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0",
-                                    scratch.appendingPathComponent("runs/predict/exp/long.mp4").path], in: scratch, environment: [:])
+                                    scratch.appendingPathComponent("runs/detect/predict/long.mp4").path], in: scratch, environment: [:])
         XCTAssertEqual(probe.stdout, "\(records.count)\n", probe.stderr)
     }
 
@@ -281,11 +281,11 @@ final class PredictVideoCommandTests: CommandTestCase {
         try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent("b-bus.jpg"))
         let result = try yolo(["predict", "--source", folder.path, "--imgsz", "160", "--save", "--save-json", "out.json"])
         XCTAssertEqual(result.status, 1, result.stderr)
-        XCTAssertEqual(result.stderr, "WARNING ⚠️ video 1/2 cannot write video \(scratch.path)/runs/predict/exp/a-wide.mp4: "
+        XCTAssertEqual(result.stderr, "WARNING ⚠️ video 1/2 cannot write video \(scratch.path)/runs/detect/predict/a-wide.mp4: "
                        + "17000×64: H.264 holds sides of 1 to 16384\nError: 1 of the 2 inputs failed (see the warnings above)\n")
         XCTAssertEqual(try json("out.json").map { $0["image"] as? String }, ["a-wide.mkv", "b-bus.jpg"])
         XCTAssertTrue(result.stdout.contains("\n1 image, 1 video (1 frames), 1 failed\n"), result.stdout)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/predict/exp/b-bus.jpg").path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/detect/predict/b-bus.jpg").path))
     }
 
     /// Nothing is kept per frame: 1,000 frames peak within 10 MB of 50, saving JSON, CSV and the
@@ -334,8 +334,8 @@ final class TrackCommandTests: CommandTestCase {
         }
         let rows = try String(contentsOf: scratch.appendingPathComponent("t.csv"), encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(rows[1].split(separator: ",").last, Substring(String(reference[0].boxes.id![0])))
-        let label = try String(contentsOf: scratch.appendingPathComponent("runs/track/exp/labels/pan_1.txt"), encoding: .utf8)
-        XCTAssertEqual(label.split(separator: "\n")[0].split(separator: " ").count, 7, "cls cx cy w h conf id")
+        let label = try String(contentsOf: scratch.appendingPathComponent("runs/detect/track/labels/pan_1.txt"), encoding: .utf8)
+        XCTAssertEqual(label.split(separator: "\n")[0].split(separator: " ").count, 6, "cls cx cy w h id, without --save-conf")
 
         let bad = try runCommand(executable, ["track", "--model", "yolo26n-cls", "--source", try sharedFile("videos/pan.mp4").path],
                                  in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])

@@ -50,7 +50,7 @@ final class ValCommandTests: CommandTestCase {
         XCTAssertEqual(perClass.first?["name"] as? String, "person")
         XCTAssertEqual(perClass.first?["instances"] as? Int, 10)
         XCTAssertNotNil((json["speed_ms"] as? [String: Double])?["inference"])
-        let run = scratch.appendingPathComponent("runs/val/exp")
+        let run = scratch.appendingPathComponent("runs/detect/val")
         XCTAssertTrue(result.stdout.contains("Results saved to \(run.path)"), result.stdout)
         for plot in ["BoxPR_curve.png", "confusion_matrix.png", "confusion_matrix_normalized.png"] {
             let bytes = try Data(contentsOf: run.appendingPathComponent(plot))

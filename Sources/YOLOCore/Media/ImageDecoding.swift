@@ -40,9 +40,10 @@ extension Image {
         }
     }
 
-    /// The image as a JPEG: 4:2:0 chroma subsampling, as `cv2.imwrite` and most cameras use.
-    public func jpegData(quality: Int = 90) throws -> Data {
-        try JPEG.encode(self, quality: quality)
+    /// The image as a JPEG: 4:2:0 chroma subsampling, as `cv2.imwrite` and most cameras use, or
+    /// none (`subsampled` false, 4:4:4, as Ultralytics saves crops with PIL's `subsampling=0`).
+    public func jpegData(quality: Int = 90, subsampled: Bool = true) throws -> Data {
+        try JPEG.encode(self, quality: quality, subsampled: subsampled)
     }
 
     /// The image as an 8-bit RGB PNG.
@@ -253,7 +254,7 @@ enum PNG {
 }
 
 extension JPEG {
-    static func encode(_ image: Image, quality: Int) throws -> Data {
+    static func encode(_ image: Image, quality: Int, subsampled: Bool) throws -> Data {
         guard let handle = tjInitCompress() else {
             throw ImageError.writeFailed(file: "<memory>", reason: "cannot start the JPEG encoder")
         }
@@ -262,7 +263,8 @@ extension JPEG {
         var size: UInt = 0
         defer { tjFree(jpeg) }
         let status = tjCompress2(handle, image.pixels, Int32(image.width), 0, Int32(image.height), Int32(TJPF_RGB.rawValue),
-                                 &jpeg, &size, Int32(TJSAMP_420.rawValue), Int32(min(max(quality, 1), 100)), 0)
+                                 &jpeg, &size, Int32((subsampled ? TJSAMP_420 : TJSAMP_444).rawValue),
+                                 Int32(min(max(quality, 1), 100)), 0)
         guard status == 0, let jpeg else {
             throw ImageError.writeFailed(file: "<memory>", reason: String(cString: tjGetErrorStr2(handle)))
         }

@@ -30,6 +30,9 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var agnosticNMS: Bool = false
     /// Long side of the network input; the model's training size when nil.
     public var imageSize: Int? = nil
+    /// `[height, width]` of the field the image is fitted into, in place of `imageSize`'s square
+    /// (Ultralytics' `imgsz=[h, w]`); each side rounds up to a multiple of the stride.
+    public var imageShape: [Int]? = nil
     /// Pad to a square `imageSize` × `imageSize` instead of the minimal stride-aligned rectangle.
     public var square: Bool = false
     /// Box outline width in pixels for `annotated()`, 0.5…3; derived from the image size when nil.
@@ -56,6 +59,9 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         guard maxDetections >= 1 else { throw fail("maxDetections", maxDetections, "must be at least 1") }
         if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
+        if let imageShape, imageShape.count != 2 || !imageShape.allSatisfy({ (32...8192).contains($0) }) {
+            throw fail("imageShape", imageShape, "must be [height, width], each in 32…8192")
+        }
         if let lineWidth, !(0.5...3).contains(lineWidth) { throw fail("lineWidth", lineWidth, "must be in 0.5…3") }
         if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
         guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }

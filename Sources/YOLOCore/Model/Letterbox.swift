@@ -1,26 +1,30 @@
 import Tensor
 
 /// Ultralytics' `LetterBox` as `predict` applies it (8.4.190 `data/augment.py`,
-/// `engine/predictor.py`): scale so the image fits `imgsz × imgsz` (up or down), resize with
+/// `engine/predictor.py`): scale so the image fits `height × width` (up or down), resize with
 /// OpenCV's bilinear filter, centre it on a field of value 114, then RGB / 255.
 package struct Letterbox: Sendable, Equatable {
-    /// Side of the square the image is fitted into; a multiple of `stride`, as Ultralytics'
-    /// `check_imgsz` makes it.
-    package var imgsz: Int
+    /// The field the image is fitted into; multiples of `stride`, as Ultralytics' `check_imgsz`
+    /// makes them.
+    package var height: Int, width: Int
     package var stride: Int
     /// `true`: the minimal rectangle, each side padded only up to a multiple of `stride`
     /// (what `predict` does for PyTorch models); `false`: padded to `imgsz × imgsz`.
     package var auto: Bool
 
     package init(imgsz: Int = 640, stride: Int = 32, auto: Bool = true) {
-        self.imgsz = imgsz
+        self.init(height: imgsz, width: imgsz, stride: stride, auto: auto)
+    }
+
+    package init(height: Int, width: Int, stride: Int = 32, auto: Bool = true) {
+        (self.height, self.width) = (height, width)
         self.stride = stride
         self.auto = auto
     }
 
     /// The geometry for an image of `width × height`, as `LetterBox.get_params` computes it.
     package func transform(width: Int, height: Int) -> LetterboxTransform {
-        Letterbox.transform(width: width, height: height, targetWidth: imgsz, targetHeight: imgsz, scaleUp: true,
+        Letterbox.transform(width: width, height: height, targetWidth: self.width, targetHeight: self.height, scaleUp: true,
                             stride: auto ? stride : nil)
     }
 

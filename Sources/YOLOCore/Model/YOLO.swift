@@ -115,14 +115,22 @@ public final class YOLO: Sendable {
         let task = try resolve(requested)
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds
-        // Ultralytics' check_imgsz: the size rounds up to a multiple of the stride.
+        // Ultralytics' check_imgsz: each side rounds up to a multiple of the stride.
         let stride = model.network.maxStride
-        let size = ((config.imageSize ?? model.imageSize) + stride - 1) / stride * stride
+        func aligned(_ side: Int) -> Int { (side + stride - 1) / stride * stride }
+        let field = config.imageShape ?? [config.imageSize ?? model.imageSize, config.imageSize ?? model.imageSize]
+        let (fieldHeight, fieldWidth) = (aligned(field[0]), aligned(field[1]))
+        let size = max(fieldHeight, fieldWidth)
+        if self.task == .classify && fieldHeight != fieldWidth {
+            throw YOLOError.invalidConfiguration(field: "imageShape", value: "\(field)", reason: "a classify model's input is square: give one size")
+        }
         let shape = [image.height, image.width]
         func ms(_ a: UInt64, _ b: UInt64) -> Double { Double(b - a) / 1e6 }
+        // The check scales the field's long side to s, the other in proportion.
         try checkMemory(size, stride: stride, budget: config.memoryBudget ?? YOLOConfiguration.defaultMemoryBudget) { s in
             if self.task == .classify { return (s, s) }
-            let t = Letterbox(imgsz: s, stride: stride, auto: !config.square).transform(width: image.width, height: image.height)
+            let t = Letterbox(height: aligned(fieldHeight * s / size), width: aligned(fieldWidth * s / size), stride: stride,
+                              auto: !config.square).transform(width: image.width, height: image.height)
             return (t.inputHeight, t.inputWidth)
         }
 
@@ -144,7 +152,7 @@ public final class YOLO: Sendable {
             return result
         }
 
-        let letterbox = Letterbox(imgsz: size, stride: stride, auto: !config.square)
+        let letterbox = Letterbox(height: fieldHeight, width: fieldWidth, stride: stride, auto: !config.square)
         let (input, transform) = letterbox(image)
         let preprocessed = DispatchTime.now().uptimeNanoseconds
         // Ultralytics sets the end-to-end head's top-k to max(max_det, 300) and its agnostic flag.

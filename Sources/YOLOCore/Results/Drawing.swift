@@ -48,9 +48,14 @@ extension Results {
     ///   by default the configuration's at prediction time, else Ultralytics'
     ///   `max(round((h + w + 3) / 2 · 0.003), 2)`, where the 3 is the
     ///   channel count, because it sums the whole `(h, w, 3)` array shape.
+    /// - Parameters:
+    ///   - labels: class names (and track IDs) in the labels; without them a label is the confidence.
+    ///   - conf: confidences in the labels; with neither, boxes have no label.
+    ///   - boxes: boxes and rotated boxes at all (masks, keypoints and classes are drawn anyway),
+    ///     as Ultralytics' `plot(labels:conf:boxes:)`.
     /// - Throws: `YOLOError.invalidImage` when the result holds no image, as results decoded from
     ///   JSON do; `YOLOError.invalidConfiguration` when `lineWidth` is NaN.
-    public func annotated(lineWidth: Double? = nil) throws -> Image {
+    public func annotated(lineWidth: Double? = nil, labels: Bool = true, conf: Bool = true, boxes showBoxes: Bool = true) throws -> Image {
         guard var canvas = image else {
             throw YOLOError.invalidImage(source: path ?? "result",
                                          reason: "the result holds no image (results decoded from JSON do not); annotate a result returned by predict")
@@ -67,13 +72,18 @@ extension Results {
         }
         let drawn = zip(masks, boxes).compactMap { mask, box in mask.bitmap.map { ($0, classColor(box.cls)) } }
         canvas.blendMasks(drawn, alpha: 0.5)
-        // Lowest confidence first, so the most confident box ends on top, as in Ultralytics.
-        for box in boxes.reversed() {
-            canvas.drawLabeledBox(box, lineWidth: thickness)
+        // Ultralytics' label: "id:7 name 0.91", less what is not shown.
+        func label(_ name: String, _ id: Int?, _ confidence: Float) -> String? {
+            let value = String(format: "%.2f", Double(confidence))
+            let named = (id.map { "id:\($0) " } ?? "") + name
+            return labels ? (conf ? named + " " + value : named) : (conf ? value : nil)
         }
-        for box in obb.reversed() {
-            canvas.drawLabeledPolygon(box.xyxyxyxy, label: (box.id.map { "id:\($0) " } ?? "") + "\(box.name) \(String(format: "%.2f", Double(box.conf)))",
-                                      color: classColor(box.cls), lineWidth: thickness)
+        // Lowest confidence first, so the most confident box ends on top, as in Ultralytics.
+        for box in showBoxes ? boxes.reversed() : [] {
+            canvas.drawLabeledBox(box, label: label(box.name, box.id, box.conf), lineWidth: thickness)
+        }
+        for box in showBoxes ? obb.reversed() : [] {
+            canvas.drawLabeledPolygon(box.xyxyxyxy, label: label(box.name, box.id, box.conf), color: classColor(box.cls), lineWidth: thickness)
         }
         if let probs {
             let lines = probs.top5.map { "\(probs.name($0)) \(String(format: "%.2f", Double(probs.data[$0])))" }
@@ -136,12 +146,11 @@ extension Image {
     /// One box as Ultralytics' `Annotator.box_label` draws it with OpenCV. The text scale equals the
     /// line width so capitals are 7·lineWidth pixels tall, the cap height of OpenCV's Hershey font
     /// at Ultralytics' font scale lineWidth / 3.
-    mutating func drawLabeledBox(_ box: Box, lineWidth: Int) {
+    mutating func drawLabeledBox(_ box: Box, label: String?, lineWidth: Int) {
         guard box.xyxy.count == 4, box.xyxy.allSatisfy({ $0.isFinite }) else { return }
         let c = box.xyxy.map(pixel)
         strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: lineWidth, color: classColor(box.cls))
-        let label = (box.id.map { "id:\($0) " } ?? "") + "\(box.name) \(String(format: "%.2f", Double(box.conf)))"
-        drawLabel(label, x: c[0], y: c[1], lineWidth: lineWidth)
+        if let label { drawLabel(label, x: c[0], y: c[1], lineWidth: lineWidth) }
     }
 
     /// A label pill whose bottom-left corner is (x, y), or whose top-left corner is when there
@@ -260,13 +269,13 @@ extension Image {
 
     /// A rotated box as `box_label` draws a polygon: the closed outline through the corners
     /// (truncated to whole pixels) and the label at the first corner.
-    mutating func drawLabeledPolygon(_ corners: [SIMD2<Float>], label: String, color: RGB, lineWidth: Int) {
+    mutating func drawLabeledPolygon(_ corners: [SIMD2<Float>], label: String?, color: RGB, lineWidth: Int) {
         guard !corners.isEmpty, corners.allSatisfy({ $0.x.isFinite && $0.y.isFinite }) else { return }
         let points = corners.map { SIMD2(Float(pixel($0.x)), Float(pixel($0.y))) }
         for i in points.indices {
             drawLine(points[i], points[(i + 1) % points.count], thickness: lineWidth, color: color)
         }
-        drawLabel(label, x: Int(points[0].x), y: Int(points[0].y), lineWidth: lineWidth)
+        if let label { drawLabel(label, x: Int(points[0].x), y: Int(points[0].y), lineWidth: lineWidth) }
     }
 
     /// Lines of white text on translucent dark-grey pills (Ultralytics' RGBA (64, 64, 64, 128)

@@ -80,6 +80,28 @@ final class DrawingTests: XCTestCase {
         XCTAssertEqual(pixel(right, 199 - pillWidth, pillTop), gray, "left of the shifted pill")
     }
 
+    /// Ultralytics' `plot(labels:conf:boxes:)`: a label of the confidence alone, of the name
+    /// alone, none when both are hidden, and no box at all without boxes.
+    func testLabelsConfidencesAndBoxesCanBeLeftOut() throws {
+        let image = try canvas(width: 200, height: 120)
+        let detection = result(image, [([30, 60, 150, 110], 0)])
+        // Along the pill's top row, above the text.
+        let pillTop = 60 - (Image.textSize("0", scale: 2).height + 2)
+        func pillRight(_ out: Image) -> Int {
+            var x = 30
+            while pixel(out, x, pillTop) == black { x += 1 }
+            return x
+        }
+        let full = try detection.annotated(lineWidth: 2)
+        XCTAssertEqual(pillRight(full), 30 + Image.textSize("person 0.87", scale: 2).width + 4)
+        XCTAssertEqual(pillRight(try detection.annotated(lineWidth: 2, labels: false)), 30 + Image.textSize("0.87", scale: 2).width + 4)
+        XCTAssertEqual(pillRight(try detection.annotated(lineWidth: 2, conf: false)), 30 + Image.textSize("person", scale: 2).width + 4)
+        let bare = try detection.annotated(lineWidth: 2, labels: false, conf: false)
+        XCTAssertEqual(pixel(bare, 30, pillTop), gray, "no pill")
+        XCTAssertEqual(pixel(bare, 30, 80), lime, "the box is drawn")
+        XCTAssertEqual(try detection.annotated(lineWidth: 2, boxes: false), image)
+    }
+
     func testBoxesAtAndBeyondTheEdgesDoNotCrash() throws {
         let image = try canvas(width: 64, height: 48)
         let boxes: [(xyxy: [Float], cls: Int)] = [
