@@ -43,7 +43,7 @@ package final class InferenceExecutor: Sendable {
         if spawn {
             Thread { [self] in
                 // Named from inside: on Linux a new thread starts with its creator's name.
-                Thread.current.name = "yolo-inference"
+                pthread_setname_np(pthread_self(), "yolo-inference")
                 while true {
                     pending.wait()
                     state.withLock { $0.jobs.removeFirst() }()

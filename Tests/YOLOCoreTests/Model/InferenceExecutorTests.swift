@@ -14,6 +14,13 @@ final class InferenceExecutorTests: XCTestCase {
         func callAsFunction<R: Sendable>(_ body: (inout sending Value) -> sending R) -> R { value.withLock(body) }
     }
 
+    /// The calling thread's name as the kernel has it.
+    private static func threadName() -> String {
+        var name = [CChar](repeating: 0, count: 16)
+        pthread_getname_np(pthread_self(), &name, name.count)
+        return String(cString: name)
+    }
+
     /// Six jobs on a two-thread executor: all on its named threads, never more than two at once,
     /// started in the order they were submitted.
     func testJobsRunOnItsThreadsAtMostWidthAtOnce() async throws {
@@ -27,7 +34,7 @@ final class InferenceExecutorTests: XCTestCase {
                             $0.running += 1
                             $0.most = max($0.most, $0.running)
                             $0.order.append(i)
-                            $0.names.insert(Thread.current.name ?? "")
+                            $0.names.insert(Self.threadName())
                         }
                         usleep(30_000)
                         state { $0.running -= 1 }
