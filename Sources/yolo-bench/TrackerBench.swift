@@ -5,17 +5,13 @@ import Tensor
 import YOLOCore
 
 /// `yolo-bench tracker`: the time of one `ObjectTracker.update` on a synthetic video scene of
-/// `--detections` objects, per tracker, after the tracks have formed.
+/// `--detections` objects, per tracker and scene size, after the tracks have formed.
 struct TrackerBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tracker", abstract: "Measure the tracker's update time on a synthetic scene.")
+        commandName: "tracker", abstract: "Measure each tracker's update time on synthetic scenes.")
 
-    enum Algorithm: String, ExpressibleByArgument, CaseIterable {
-        case bytetrack, botsort
-    }
-
-    @Option(help: "Objects in the scene (detections per frame).")
-    var detections = 100
+    @Option(help: "Objects in the scene (detections per frame), a comma-separated list.")
+    var detections = "10,100,1000"
 
     @Option(help: "Frames per run; the first 30 are warm-up, untimed.")
     var frames = 300
@@ -23,69 +19,86 @@ struct TrackerBench: ParsableCommand {
     @Option(help: "Runs of the whole scene per tracker, alternating trackers.")
     var repetitions = 5
 
-    @Option(help: "The tracker to time (bytetrack or botsort); both when omitted.")
-    var tracker: Algorithm?
+    @Option(help: "The tracker to time (\(TrackerConfiguration.Algorithm.allCases.map(\.rawValue).joined(separator: ", "))); every one when omitted.")
+    var tracker: String?
 
     private static let warmup = 30
 
+    private var sizes: [Int] { detections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
     func validate() throws {
-        guard (1...10_000).contains(detections) else { throw ValidationError("--detections must be in 1...10000, got \(detections)") }
+        let parts = detections.split(separator: ",", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.count == sizes.count, sizes.allSatisfy({ (1...10_000).contains($0) }) else {
+            throw ValidationError("--detections must be a comma-separated list of numbers in 1...10000, got \(detections)")
+        }
         guard frames > Self.warmup else { throw ValidationError("--frames must exceed the \(Self.warmup) warm-up frames, got \(frames)") }
         guard (1...1000).contains(repetitions) else { throw ValidationError("--repetitions must be in 1...1000, got \(repetitions)") }
+        if let tracker, TrackerConfiguration.Algorithm(rawValue: tracker) == nil {
+            throw ValidationError("--tracker must be one of \(TrackerConfiguration.Algorithm.allCases.map(\.rawValue).joined(separator: ", ")), got \(tracker)")
+        }
     }
 
     func run() {
-        let scene = syntheticScene(objects: detections, frames: frames)
-        let algorithms = tracker.map { [$0] } ?? Algorithm.allCases
-        var updates = [Algorithm: [Double]](), assignments = [Algorithm: [Double]](), reported = [Algorithm: [Double]]()
-        for _ in 0..<repetitions {
-            for algorithm in algorithms {
-                let configuration: TrackerConfiguration = algorithm == .bytetrack ? .bytetrack : .botsort
-                var tracker = ObjectTracker(configuration)
-                var previous = [Box]()
-                for (i, boxes) in scene.enumerated() {
-                    if i >= Self.warmup {
-                        assignments[algorithm, default: []].append(
-                            firstAssociationMilliseconds(previous, boxes, configuration))
-                    }
-                    let start = DispatchTime.now().uptimeNanoseconds
-                    previous = tracker.update(boxes)
-                    if i >= Self.warmup {
-                        updates[algorithm, default: []].append(milliseconds(since: start))
-                        reported[algorithm, default: []].append(Double(previous.count))
+        let algorithms = tracker.flatMap(TrackerConfiguration.Algorithm.init(rawValue:)).map { [$0] }
+            ?? TrackerConfiguration.Algorithm.allCases
+        print("scenes: \(frames) frames (\(Self.warmup) warm-up), \(repetitions) runs per tracker; CPU: \(CPU.modelName)")
+        print("")
+        print("| tracker | boxes | median µs | mean ± sd µs | p10 µs | p90 µs | tracks reported |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for size in sizes {
+            let scene = syntheticScene(objects: size, frames: frames)
+            var updates = [TrackerConfiguration.Algorithm: [Double]](), reported = [TrackerConfiguration.Algorithm: [Double]]()
+            for _ in 0..<repetitions {
+                for algorithm in algorithms {
+                    var tracker = ObjectTracker(TrackerConfiguration(algorithm: algorithm))
+                    for (i, boxes) in scene.enumerated() {
+                        let start = DispatchTime.now().uptimeNanoseconds
+                        let out = tracker.update(boxes)
+                        if i >= Self.warmup {
+                            updates[algorithm, default: []].append(milliseconds(since: start) * 1000)
+                            reported[algorithm, default: []].append(Double(out.count))
+                        }
                     }
                 }
             }
+            for algorithm in algorithms {
+                let l = Latency(samples: updates[algorithm]!)
+                print("| \(algorithm.rawValue) | \(size) | \(fixed(l.median, 1)) | \(fixed(l.mean, 1)) ± \(fixed(l.sd, 1)) "
+                      + "| \(fixed(l.p10, 1)) | \(fixed(l.p90, 1)) | \(fixed(Latency(samples: reported[algorithm]!).median, 0)) |")
+            }
         }
-        print("scene: \(detections) objects, \(frames) frames (\(Self.warmup) warm-up), \(repetitions) runs per tracker; "
-              + "CPU: \(CPU.modelName)")
-        print("")
-        print("| tracker | median ms | mean ± sd ms | p10 ms | p90 ms | first assignment median ms | tracks reported |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for algorithm in algorithms {
-            let l = Latency(samples: updates[algorithm]!), a = Latency(samples: assignments[algorithm]!)
-            print("| \(algorithm.rawValue) | \(fixed(l.median, 4)) | \(fixed(l.mean, 4)) ± \(fixed(l.sd, 4)) "
-                  + "| \(fixed(l.p10, 4)) | \(fixed(l.p90, 4)) | \(fixed(a.median, 4)) "
-                  + "| \(fixed(Latency(samples: reported[algorithm]!).median, 0)) |")
+        if algorithms.contains(.tracktrack) {
+            let l = Latency(samples: cameraMotionMicroseconds())
+            print("| tracktrack, camera motion only | 640×360 frame | \(fixed(l.median, 1)) | \(fixed(l.mean, 1)) ± \(fixed(l.sd, 1)) "
+                  + "| \(fixed(l.p10, 1)) | \(fixed(l.p90, 1)) | |")
         }
         print("")
-        print("first assignment: the solver alone on the first association's matrix (the last frame's tracks "
-              + "against this frame's boxes), the largest of the update's three; tracks reported: the median number of boxes an update returns")
+        print("boxes: objects in the scene, each detected every frame; tracks reported: the median number of boxes an update returns. "
+              + "TrackTrack's rows without frames; its camera-motion estimate (sparse optical flow) costs the last row more per frame.")
     }
 
-    /// The solver's time on about the first association's problem: the boxes reported for the
-    /// previous frame against this frame's confident ones, with the tracker's cost and limit.
-    private func firstAssociationMilliseconds(_ tracks: [Box], _ boxes: [Box],
-                                              _ configuration: TrackerConfiguration) -> Double {
-        let confident = boxes.filter { $0.conf >= Float(configuration.trackHighThreshold) }
-        var cost = iouDistance(tracks.map { SIMD4($0.xyxy) }, confident.map { SIMD4($0.xyxy) })
-        if configuration.fuseScore {
-            for k in cost.indices { cost[k] = 1 - (1 - cost[k]) * confident[k % confident.count].conf }
+    /// TrackTrack updates without boxes on a textured 640×360 frame panning 3 pixels a frame:
+    /// the camera-motion estimate alone.
+    private func cameraMotionMicroseconds() -> [Double] {
+        var rng = SplitMix64(seed: 26)
+        let texture = (0..<(1200 * 400)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        var tracker = ObjectTracker(.tracktrack), samples = [Double]()
+        for i in 0..<(frames * repetitions / 10 + Self.warmup) {
+            var pixels = [UInt8](repeating: 0, count: 640 * 360 * 3)
+            for y in 0..<360 {
+                for x in 0..<640 {
+                    // A blurred texture: corners to follow, not noise.
+                    let v = texture[(y / 4 + 10) * 1200 + (x + 3 * i) / 4]
+                    (pixels[(y * 640 + x) * 3], pixels[(y * 640 + x) * 3 + 1], pixels[(y * 640 + x) * 3 + 2]) = (v, v, v)
+                }
+            }
+            let image = try! Image(pixels: pixels, width: 640, height: 360, format: .rgb)
+            let results = Results(task: .detect, originalShape: [360, 640], inputShape: [1, 3, 384, 640], image: image)
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try! tracker.update(results)
+            if i >= Self.warmup { samples.append(milliseconds(since: start) * 1000) }
         }
-        let costs = cost.map(Double.init)
-        let start = DispatchTime.now().uptimeNanoseconds
-        _ = linearAssignment(costs, rows: tracks.count, columns: confident.count, costLimit: configuration.matchThreshold)
-        return milliseconds(since: start)
+        return samples
     }
 }
 

@@ -19,7 +19,7 @@ struct Predict: AsyncParsableCommand {
 /// stream, and across the images of the run, as Ultralytics' `model.track(persist=True)`.
 struct Track: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Track objects across video frames or a sequence of images (detect, segment and pose models).")
+        abstract: "Track objects across video frames or a sequence of images (detect, segment, pose and obb models).")
 
     @OptionGroup var options: PredictOptions
 

@@ -42,9 +42,13 @@ struct CameraMotionEstimator: Sendable {
             pyramidA.append(pyramidA.last!.pyramidDown())
             pyramidB.append(pyramidB.last!.pyramidDown())
         }
-        let gradients = pyramidA.map { $0.scharr() }
         let half = Float(Self.window - 1) / 2, n = Self.window
+        // Reflected margins as wide as a window, so that every window is read without a border test.
+        let gradients = pyramidA.map { $0.scharr() }.map { ($0.0.padded(n + 2), $0.1.padded(n + 2)) }
+        pyramidA = pyramidA.map { $0.padded(n + 2) }
+        pyramidB = pyramidB.map { $0.padded(n + 2) }
         var out = [(SIMD2<Float>, SIMD2<Float>)]()
+        var patch = [Float](repeating: 0, count: n * n), px = patch, py = patch, moved = patch
         points: for point in points {
             var next = point / Float(1 << Self.levels)
             for level in stride(from: Self.levels, through: 0, by: -1) {
@@ -57,15 +61,13 @@ struct CameraMotionEstimator: Sendable {
                     continue
                 }
                 // The window of the previous image and its gradient, and their structure tensor.
-                var patch = [Float](repeating: 0, count: n * n), px = patch, py = patch
-                var a11: Float = 0, a12: Float = 0, a22: Float = 0
-                for y in 0..<n {
-                    for x in 0..<n {
-                        let q = p + SIMD2(Float(x), Float(y)), k = y * n + x
-                        (patch[k], px[k], py[k]) = (I.sample(q), gx.sample(q), gy.sample(q))
-                        a11 += px[k] * px[k]
-                        a12 += px[k] * py[k]
-                        a22 += py[k] * py[k]
+                I.window(at: p, side: n, into: &patch)
+                gx.window(at: p, side: n, into: &px)
+                gy.window(at: p, side: n, into: &py)
+                let (a11, a12, a22) = px.withUnsafeBufferPointer { x in
+                    py.withUnsafeBufferPointer { y in
+                        (dot(x.baseAddress!, x.baseAddress!, n * n), dot(x.baseAddress!, y.baseAddress!, n * n),
+                         dot(y.baseAddress!, y.baseAddress!, n * n))
                     }
                 }
                 let det = a11 * a22 - a12 * a12
@@ -82,12 +84,11 @@ struct CameraMotionEstimator: Sendable {
                         if level == 0 { continue points }
                         break
                     }
-                    var b1: Float = 0, b2: Float = 0
-                    for y in 0..<n {
-                        for x in 0..<n {
-                            let k = y * n + x, diff = J.sample(q0 + SIMD2(Float(x), Float(y))) - patch[k]
-                            b1 += diff * px[k]
-                            b2 += diff * py[k]
+                    J.window(at: q0, side: n, into: &moved)
+                    for k in 0..<n * n { moved[k] -= patch[k] }
+                    let (b1, b2) = moved.withUnsafeBufferPointer { d in
+                        px.withUnsafeBufferPointer { x in
+                            py.withUnsafeBufferPointer { y in (dot(d.baseAddress!, x.baseAddress!, n * n), dot(d.baseAddress!, y.baseAddress!, n * n)) }
                         }
                     }
                     let delta = SIMD2((a12 * b2 - a22 * b1) / det, (a12 * b1 - a11 * b2) / det)
@@ -238,25 +239,72 @@ private struct GrayImage: Sendable {
 /// A float image for the optical flow, sampled bilinearly with reflected borders.
 private struct FloatImage: Sendable {
     let width: Int, height: Int
+    /// Rows of `stride` values, the image `margin` values in from the top and the left.
     var values: [Float]
+    var margin = 0
+    var stride: Int { width + 2 * margin }
 
-    @inline(__always) func at(_ x: Int, _ y: Int) -> Float { values[reflect(y, height) * width + reflect(x, width)] }
+    init(width: Int, height: Int, values: [Float]) { (self.width, self.height, self.values) = (width, height, values) }
 
-    func sample(_ p: SIMD2<Float>) -> Float {
+    /// The image with `margin` reflected pixels around it.
+    func padded(_ margin: Int) -> FloatImage {
+        var out = FloatImage(width: width, height: height, values: [])
+        out.margin = margin
+        out.values = [Float](unsafeUninitializedCapacity: out.stride * (height + 2 * margin)) { v, count in
+            for y in -margin..<height + margin {
+                for x in -margin..<width + margin { v[(y + margin) * out.stride + x + margin] = at(x, y) }
+            }
+            count = out.stride * (height + 2 * margin)
+        }
+        return out
+    }
+
+    @inline(__always) func at(_ x: Int, _ y: Int) -> Float {
+        values[(reflect(y, height) + margin) * stride + reflect(x, width) + margin]
+    }
+
+    /// The `side` × `side` window whose top-left sample is at `p`, bilinearly: every sample has
+    /// the same fractional offset, so the weights are computed once.
+    func window(at p: SIMD2<Float>, side: Int, into out: inout [Float]) {
         let x0 = Int(p.x.rounded(.down)), y0 = Int(p.y.rounded(.down))
         let fx = p.x - Float(x0), fy = p.y - Float(y0)
-        return (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x0 + 1, y0)) + fy * ((1 - fx) * at(x0, y0 + 1) + fx * at(x0 + 1, y0 + 1))
+        let w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy, w11 = fx * fy
+        let inside = x0 + margin >= 0 && y0 + margin >= 0 && x0 + side < width + margin && y0 + side < height + margin
+        values.withUnsafeBufferPointer { v in
+            out.withUnsafeMutableBufferPointer { o in
+                for y in 0..<side {
+                    if inside {
+                        let row = v.baseAddress! + (y0 + y + margin) * stride + x0 + margin, next = row + stride
+                        let line = o.baseAddress! + y * side
+                        for x in 0..<side { line[x] = w00 * row[x] + w01 * row[x + 1] + w10 * next[x] + w11 * next[x + 1] }
+                        continue
+                    }
+                    for x in 0..<side {
+                        o[y * side + x] = w00 * at(x0 + x, y0 + y) + w01 * at(x0 + x + 1, y0 + y)
+                            + w10 * at(x0 + x, y0 + y + 1) + w11 * at(x0 + x + 1, y0 + y + 1)
+                    }
+                }
+            }
+        }
     }
 
     /// `pyrDown`: the 5 × 5 binomial blur sampled at even pixels, ⌈w/2⌉ × ⌈h/2⌉, rounded to
-    /// whole values as OpenCV's 8-bit pyramid.
+    /// whole values as OpenCV's 8-bit pyramid (the sums are whole numbers, exact in Float).
     func pyramidDown() -> FloatImage {
-        let w = (width + 1) / 2, h = (height + 1) / 2, k: [Float] = [1, 4, 6, 4, 1]
+        let w = (width + 1) / 2, h = (height + 1) / 2, p = padded(2), s = p.stride
+        // Rows first, at the even columns, for every padded row; then the columns.
+        var rows = [Float](repeating: 0, count: w * (height + 4))
+        for y in 0..<height + 4 {
+            for x in 0..<w {
+                let r = y * s + 2 * x
+                rows[y * w + x] = p.values[r] + 4 * p.values[r + 1] + 6 * p.values[r + 2] + 4 * p.values[r + 3] + p.values[r + 4]
+            }
+        }
         var out = [Float](repeating: 0, count: w * h)
         for y in 0..<h {
             for x in 0..<w {
-                var sum: Float = 0
-                for v in 0..<5 { for u in 0..<5 { sum += k[v] * k[u] * at(2 * x + u - 2, 2 * y + v - 2) } }
+                let r = 2 * y * w + x
+                let sum = rows[r] + 4 * rows[r + w] + 6 * rows[r + 2 * w] + 4 * rows[r + 3 * w] + rows[r + 4 * w]
                 out[y * w + x] = ((sum + 128) / 256).rounded(.down)
             }
         }
@@ -271,21 +319,37 @@ private struct FloatImage: Sendable {
     func scharr() -> (FloatImage, FloatImage) { derivatives(side: 3 / 32, centre: 10 / 32) }
 
     private func derivatives(side: Float, centre: Float) -> (FloatImage, FloatImage) {
+        let p = padded(1), s = p.stride, v = p.values
         var gx = [Float](repeating: 0, count: width * height), gy = gx
         for y in 0..<height {
             for x in 0..<width {
-                gx[y * width + x] = side * (at(x + 1, y - 1) - at(x - 1, y - 1) + at(x + 1, y + 1) - at(x - 1, y + 1))
-                    + centre * (at(x + 1, y) - at(x - 1, y))
-                gy[y * width + x] = side * (at(x - 1, y + 1) - at(x - 1, y - 1) + at(x + 1, y + 1) - at(x + 1, y - 1))
-                    + centre * (at(x, y + 1) - at(x, y - 1))
+                let c = (y + 1) * s + x + 1
+                gx[y * width + x] = side * (v[c - s + 1] - v[c - s - 1] + v[c + s + 1] - v[c + s - 1]) + centre * (v[c + 1] - v[c - 1])
+                gy[y * width + x] = side * (v[c + s - 1] - v[c - s - 1] + v[c + s + 1] - v[c - s + 1]) + centre * (v[c + s] - v[c - s])
             }
         }
         return (FloatImage(width: width, height: height, values: gx), FloatImage(width: width, height: height, values: gy))
     }
 }
 
+/// Σ a[k] · b[k] over `count` values, eight lanes at a time.
+@inline(__always) private func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
+    var lanes = SIMD8<Float>.zero, k = 0
+    while k + 8 <= count {
+        lanes += UnsafeRawPointer(a + k).loadUnaligned(as: SIMD8<Float>.self) * UnsafeRawPointer(b + k).loadUnaligned(as: SIMD8<Float>.self)
+        k += 8
+    }
+    var sum = lanes.sum()
+    while k < count {
+        sum += a[k] * b[k]
+        k += 1
+    }
+    return sum
+}
+
 /// `i` reflected into 0..<n without repeating the edge (OpenCV's BORDER_REFLECT_101).
 @inline(__always) private func reflect(_ i: Int, _ n: Int) -> Int {
+    if i >= 0 && i < n { return i }
     guard n > 1 else { return 0 }
     var i = i
     while i < 0 || i >= n { i = i < 0 ? -i : 2 * (n - 1) - i }

@@ -43,8 +43,9 @@ struct SpatialTracker: TrackingEngine {
         var open = active
         for stage in 0..<2 {
             let limit = stage == 0 ? 1 - c.highIoUThreshold : 1
-            let assignment = assign(open, left, detections, limit: limit) { track, detection in
-                let iou = Double(pairwiseIoU([track.xyxy], [detection.xyxy])[0])
+            let iou = pairwiseIoU(open.map { live[$0].xyxy }, left.map { detections[$0].xyxy })
+            let assignment = assign(open, left, detections, limit: limit) { i, j, track, detection in
+                let iou = Double(iou[i * left.count + j])
                 if stage == 0 { return 1 - iou }
                 let d = track.distance(to: detection) / track.diagonal
                 return d <= 1 ? (1 - iou + d) / 2 : .infinity
@@ -54,7 +55,7 @@ struct SpatialTracker: TrackingEngine {
         }
         // Stage 3: stale tracks recaptured near their last position.
         let stale = live.indices.filter { live[$0].state == .stale }
-        let recapture = assign(stale, left, detections, limit: 1) { track, detection in
+        let recapture = assign(stale, left, detections, limit: 1) { _, _, track, detection in
             let reach = c.recaptureDistance * track.diagonal, d = track.distance(to: detection)
             return d <= reach ? (reach > 0 ? d / reach : 0) : .infinity
         }
@@ -111,13 +112,18 @@ struct SpatialTracker: TrackingEngine {
     }
 
     /// A minimum-cost assignment of the tracks at `tracks` to the detections at `detections` of
-    /// their class, pairs costing more than `limit` (or infinity) left apart.
+    /// their class, pairs costing more than `limit` (or infinity) left apart; `cost` takes the
+    /// pair's positions in both lists and the pair.
     private func assign(_ tracks: [Int], _ detections: [Int], _ all: [Detection], limit: Double,
-                        cost: (Spatial, Detection) -> Double) -> LinearAssignment {
+                        cost: (Int, Int, Spatial, Detection) -> Double) -> LinearAssignment {
         var costs = [Double](repeating: .infinity, count: tracks.count * detections.count)
-        for (i, t) in tracks.enumerated() {
-            for (j, d) in detections.enumerated() where live[t].cls == all[d].cls {
-                costs[i * detections.count + j] = cost(live[t], all[d])
+        live.withUnsafeBufferPointer { live in
+            all.withUnsafeBufferPointer { all in
+                for (i, t) in tracks.enumerated() {
+                    for (j, d) in detections.enumerated() where live[t].cls == all[d].cls {
+                        costs[i * detections.count + j] = cost(i, j, live[t], all[d])
+                    }
+                }
             }
         }
         return linearAssignment(costs, rows: tracks.count, columns: detections.count, costLimit: limit)

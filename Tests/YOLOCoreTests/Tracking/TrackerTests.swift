@@ -182,6 +182,79 @@ final class TrackerTests: XCTestCase {
         fuse_score: True
         """
 
+
+    /// Ultralytics 8.4.190's tracker YAML files as shipped (comments dropped).
+    private let shippedYAML: [String: String] = [
+        "tracktrack": """
+        tracker_type: tracktrack
+        track_high_thresh: 0.6
+        track_low_thresh: 0.25
+        new_track_thresh: 0.7
+        track_buffer: 30
+        match_thresh: 0.7
+        lost_match_thr: 0.0
+        iou_weight: 0.5
+        reid_weight: 0.5
+        conf_weight: 0.1
+        angle_weight: 0.05
+        penalty_p: 0.2
+        penalty_q: 0.4
+        reduce_step: 0.05
+        tai_thr: 0.55
+        min_track_len: 3
+        gmc_method: sparseOptFlow
+        with_reid: False
+        model: auto
+        """,
+        "ocsort": """
+        tracker_type: ocsort
+        track_high_thresh: 0.25
+        track_low_thresh: 0.1
+        new_track_thresh: 0.25
+        track_buffer: 30
+        match_thresh: 0.8
+        fuse_score: True
+        delta_t: 3
+        inertia: 0.2
+        use_byte: False
+        """,
+        "fasttrack": """
+        tracker_type: fasttrack
+        track_high_thresh: 0.25
+        track_low_thresh: 0.1
+        new_track_thresh: 0.25
+        track_buffer: 30
+        match_thresh: 0.8
+        fuse_score: True
+        reset_velocity_offset_occ: 5
+        reset_pos_offset_occ: 3
+        enlarge_bbox_occ: 1.1
+        dampen_motion_occ: 0.5
+        active_occ_to_lost_thresh: 10
+        occ_cover_thresh: 0.7
+        occ_reappear_window: 40
+        init_iou_suppress: 0.7
+        """,
+        "deepocsort": """
+        tracker_type: deepocsort
+        track_high_thresh: 0.3
+        track_low_thresh: 0.1
+        new_track_thresh: 0.3
+        track_buffer: 30
+        match_thresh: 0.8
+        fuse_score: True
+        delta_t: 3
+        inertia: 0.2
+        use_byte: False
+        gmc_method: none
+        with_reid: False
+        model: auto
+        proximity_thresh: 0.5
+        appearance_thresh: 0.9
+        alpha_fixed_emb: 0.95
+        """,
+    ]
+
     func testConfigurationFiles() throws {
         XCTAssertEqual(try TrackerConfiguration(yaml: bytetrackYAML), .bytetrack)
         XCTAssertEqual(try TrackerConfiguration(named: "bytetrack"), .bytetrack)
@@ -194,6 +267,29 @@ final class TrackerTests: XCTestCase {
         custom.fuseScore = false
         XCTAssertEqual(try TrackerConfiguration(yaml: bytetrackYAML.replacingOccurrences(of: "30", with: "60")
             .replacingOccurrences(of: "0.8", with: "1").replacingOccurrences(of: "True", with: "false")), custom)
+        // Ultralytics' other files give the built-in defaults, by text and by name.
+        for (name, text) in shippedYAML {
+            let expected = try TrackerConfiguration(named: name)
+            XCTAssertEqual(try TrackerConfiguration(yaml: text), expected, name)
+            XCTAssertEqual(expected.algorithm.rawValue, name)
+            XCTAssertEqual(try TrackerConfiguration(named: name + ".yaml"), expected)
+        }
+        XCTAssertEqual(TrackerConfiguration.tracktrack.cameraMotion, .sparseOptFlow)
+        XCTAssertEqual(TrackerConfiguration.tracktrack.trackHighThreshold, 0.6)
+        XCTAssertEqual(TrackerConfiguration.deepocsort.appearanceThreshold, 0.9)
+        // Every key is read: a changed value shows in the configuration.
+        var tracktrack = TrackerConfiguration.tracktrack
+        (tracktrack.minTrackLength, tracktrack.initializationIoU, tracktrack.cameraMotion) = (2, 0.5, .none)
+        XCTAssertEqual(try TrackerConfiguration(yaml: shippedYAML["tracktrack"]!.replacingOccurrences(of: "min_track_len: 3", with: "min_track_len: 2")
+            .replacingOccurrences(of: "tai_thr: 0.55", with: "tai_thr: 0.5").replacingOccurrences(of: "sparseOptFlow", with: "none")), tracktrack)
+        var fasttrack = TrackerConfiguration.fasttrack
+        (fasttrack.occlusionEnlargement, fasttrack.occlusionReappearWindow) = (1.3, 20)
+        XCTAssertEqual(try TrackerConfiguration(yaml: shippedYAML["fasttrack"]!.replacingOccurrences(of: "enlarge_bbox_occ: 1.1", with: "enlarge_bbox_occ: 1.3")
+            .replacingOccurrences(of: "occ_reappear_window: 40", with: "occ_reappear_window: 20")), fasttrack)
+        var ocsort = TrackerConfiguration.ocsort
+        (ocsort.deltaT, ocsort.inertia, ocsort.useByte) = (5, 0.3, true)
+        XCTAssertEqual(try TrackerConfiguration(yaml: shippedYAML["ocsort"]!.replacingOccurrences(of: "delta_t: 3", with: "delta_t: 5")
+            .replacingOccurrences(of: "inertia: 0.2", with: "inertia: 0.3").replacingOccurrences(of: "use_byte: False", with: "use_byte: True")), ocsort)
     }
 
     /// Unknown keys, wrong types, values out of range, missing keys and settings not supported
@@ -230,6 +326,14 @@ final class TrackerTests: XCTestCase {
              .notSupported(source: source, key: "tracker_type", value: "strongsort",
                            reason: "not a tracker: use bytetrack, botsort, tracktrack, ocsort, fasttrack, deepocsort, spatial")),
             (bytetrackYAML.replacingOccurrences(of: "bytetrack", with: "ocsort"), .missingKey(source: source, key: "delta_t")),
+            (shippedYAML["tracktrack"]!.replacingOccurrences(of: "sparseOptFlow", with: "orb"),
+             .notSupported(source: source, key: "gmc_method", value: "orb", reason: "only sparseOptFlow and none are supported yet")),
+            (shippedYAML["deepocsort"]!.replacingOccurrences(of: "gmc_method: none", with: "gmc_method: sparseOptFlow"),
+             .notSupported(source: source, key: "gmc_method", value: "sparseOptFlow",
+                           reason: "camera-motion compensation is not supported yet; use none")),
+            (shippedYAML["fasttrack"]!.replacingOccurrences(of: "enlarge_bbox_occ: 1.1", with: "enlarge_bbox_occ: 0.9"),
+             .outOfRange(source: source, key: "enlarge_bbox_occ", value: "0.9", allowed: "1 or more")),
+            (shippedYAML["tracktrack"]! + "\nfuse_score: True", .unknownKey(source: source, key: "fuse_score", tracker: "tracktrack")),
             (botsort, .notSupported(source: source, key: "gmc_method", value: "sparseOptFlow",
                                     reason: "camera-motion compensation is not supported yet; use none")),
             (botsort.replacingOccurrences(of: "sparseOptFlow", with: "none").replacingOccurrences(of: "False", with: "True"),
