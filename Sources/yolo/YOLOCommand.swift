@@ -8,7 +8,7 @@ struct YOLOCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yolo",
         abstract: "Run Ultralytics YOLO models in Swift.",
-        subcommands: [Predict.self, Track.self, Val.self, Export.self, Dump.self])
+        subcommands: [Predict.self, Track.self, Solutions.self, Val.self, Export.self, Dump.self])
 
     /// A CPU without the features this build targets gets a message, not an illegal instruction.
     static func main() async {
