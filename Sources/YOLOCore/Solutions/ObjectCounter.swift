@@ -101,7 +101,7 @@ public struct ObjectCounter: Sendable {
         canvas.drawRegion(region, color: RGB(0x7B0068), thickness: 4)
         let lines = counts.classwise.sorted { $0.key < $1.key }.filter { $0.value.in + $0.value.out > 0 }
             .map { "\($0.key.capitalized): IN \($0.value.in) OUT \($0.value.out)" }
-        canvas.drawTextLines(lines, x: 10, y: 10, scale: 2)
+        canvas.drawPanel(lines)
         return canvas
     }
 }

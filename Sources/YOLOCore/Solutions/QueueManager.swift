@@ -48,7 +48,7 @@ public struct QueueManager: Sendable {
     public func annotated(_ results: Results) throws -> Image {
         var canvas = try results.solutionCanvas()
         canvas.drawRegion(region, color: RGB(0xFFFFFF), thickness: 4)
-        canvas.drawTextLines(["Queue Counts : \(counts.queue)"], x: 10, y: 10, scale: 2)
+        canvas.drawPanel(["Queue Counts : \(counts.queue)"])
         return canvas
     }
 }

@@ -173,6 +173,14 @@ extension Image {
     }
 }
 
+extension Image {
+    /// Lines of text in the top-right corner, clear of the box labels along the top-left.
+    mutating func drawPanel(_ lines: [String]) {
+        let widest = lines.map { Self.textSize($0, scale: 2).width }.max() ?? 0
+        drawTextLines(lines, x: width - widest - 4 - 10, y: 10, scale: 2)
+    }
+}
+
 extension Results {
     /// The frame with its tracked boxes drawn as Ultralytics' solutions draw them (line width 2).
     func solutionCanvas() throws -> Image { try annotated(lineWidth: 2) }

@@ -63,7 +63,8 @@ public struct TrackZone: Sendable {
         return tracks
     }
 
-    /// The frame with the zone's outline and the tracked boxes.
+    /// The frame the model saw (masked outside the zone when it came through `masked`) with the
+    /// zone's outline and the tracked boxes.
     public func annotated(_ results: Results) throws -> Image {
         var canvas = try results.solutionCanvas()
         canvas.drawRegion(zone, color: RGB(0xFFFFFF), thickness: 4)

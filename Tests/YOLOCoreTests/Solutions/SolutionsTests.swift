@@ -219,4 +219,35 @@ final class SolutionsTests: XCTestCase {
             XCTAssertTrue(error.localizedDescription.contains("no image"), error.localizedDescription)
         }
     }
+
+    /// The overlays: the region's outline in its colour, the counts in the top-right corner.
+    func testAnnotations() throws {
+        let image = try Image(pixels: [UInt8](repeating: 90, count: 640 * 360 * 3), width: 640, height: 360, format: .rgb)
+        func tracked(_ x: Float) -> Results {
+            Results(task: .detect, originalShape: [360, 640], inputShape: [],
+                    boxes: [Box(xyxy: [x - 10, 190, x + 10, 210], conf: 0.9, cls: 0, name: "person", originalShape: [360, 640], id: 1)],
+                    image: image)
+        }
+        func pixel(_ image: Image, _ x: Int, _ y: Int) -> [UInt8] { Array(image.pixels[(y * 640 + x) * 3..<(y * 640 + x) * 3 + 3]) }
+        var counter = ObjectCounter(region: try SolutionRegion([[320, 0], [320, 360]]))
+        counter.update(tracked(300))
+        let before = try counter.annotated(tracked(300))
+        counter.update(tracked(340))
+        let after = try counter.annotated(tracked(340))
+        XCTAssertEqual(pixel(after, 320, 50), [0x7B, 0x00, 0x68], "the line")
+        let panel = (0..<60).flatMap { y in (560..<640).map { pixel(after, $0, y) } }
+        XCTAssertTrue(panel.contains([255, 255, 255]), "'Person: IN 1 OUT 0' in the corner")
+        XCTAssertFalse((0..<60).flatMap { y in (560..<640).map { pixel(before, $0, y) } }.contains([255, 255, 255]), "nothing counted yet")
+
+        var queue = try QueueManager(region: SolutionRegion([[100, 60], [540, 60], [540, 300], [100, 300]]))
+        queue.update(tracked(200))
+        XCTAssertEqual(pixel(try queue.annotated(tracked(200)), 300, 60), [255, 255, 255])
+        var speed = try SpeedEstimator(historyLength: 2)
+        speed.update(tracked(200))
+        XCTAssertEqual(pixel(try speed.annotated(tracked(200)), 190, 200), [90, 90, 90], "no speed yet: no box")
+        speed.update(tracked(210))
+        XCTAssertNotEqual(pixel(try speed.annotated(tracked(210)), 200, 200), [90, 90, 90])
+        let zone = try TrackZone(region: SolutionRegion([[160, 90], [480, 90], [480, 270], [160, 270]]))
+        XCTAssertEqual(pixel(try zone.annotated(tracked(200)), 300, 90), [255, 255, 255])
+    }
 }
