@@ -624,7 +624,7 @@ enum LabelsShown: EnumerableFlag {
     case showLabels, hideLabels
 
     static func help(for value: Self) -> ArgumentHelp? {
-        value == .showLabels ? "Class names in the drawn labels (the default)." : "Labels without class names."
+        value == .showLabels ? "Class names in the drawn labels." : "Labels without class names."
     }
 }
 
@@ -632,7 +632,7 @@ enum ConfShown: EnumerableFlag {
     case showConf, hideConf
 
     static func help(for value: Self) -> ArgumentHelp? {
-        value == .showConf ? "Confidences in the drawn labels (the default)." : "Labels without confidences."
+        value == .showConf ? "Confidences in the drawn labels." : "Labels without confidences."
     }
 }
 
@@ -640,6 +640,6 @@ enum BoxesShown: EnumerableFlag {
     case showBoxes, hideBoxes
 
     static func help(for value: Self) -> ArgumentHelp? {
-        value == .showBoxes ? "Draw boxes and their labels (the default)." : "Draw no boxes: masks, keypoints and classes only."
+        value == .showBoxes ? "Draw boxes and their labels." : "Draw no boxes: masks, keypoints and classes only."
     }
 }
