@@ -90,7 +90,8 @@ final class LiveSourceCommandTests: CommandTestCase {
     }
 
     /// A `.streams` list of pan.mp4 and a second clip runs both side by side: each source's
-    /// records (marked with its line's index) and label files are those of its single run.
+    /// records (marked with its line's index) and label files are those of its single run, and
+    /// each source has its own tracker.
     func testStreamsListGivesEachSourceItsSingleRunResults() throws {
         let pan = try sharedFile("videos/pan.mp4")
         let clip = scratch.appendingPathComponent("clip.mp4")
@@ -116,6 +117,14 @@ final class LiveSourceCommandTests: CommandTestCase {
                 XCTAssertEqual(try String(contentsOf: labels.appendingPathComponent(name), encoding: .utf8),
                                try String(contentsOf: scratch.appendingPathComponent("runs/predict/list/labels/\(name)"), encoding: .utf8), name)
             }
+        }
+        // `yolo track`: a tracker per source, so each source's IDs start at 1.
+        result = try yolo(["track", "--source", "cams.streams", "--save-json", "tracks.json"] + options)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let tracks = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent("tracks.json"))) as? [[String: Any]])
+        for index in [0, 1] {
+            let ids = tracks.filter { $0["source"] as? Int == index }.flatMap { ($0["boxes"] as? [String: Any])?["id"] as? [Int] ?? [] }
+            XCTAssertEqual(ids.min(), 1, "source \(index)")
         }
         try "".write(to: scratch.appendingPathComponent("empty.streams"), atomically: true, encoding: .utf8)
         result = try yolo(["predict", "--source", "empty.streams"])
