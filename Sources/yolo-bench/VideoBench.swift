@@ -5,7 +5,9 @@ import YOLOCore
 
 /// `yolo-bench video --model yolo26n --source clip.mp4`: frames per second of a whole
 /// `YOLOSession` (ffmpeg decoding, letterbox, inference, post-processing) against the rate the
-/// inference alone allows, and the process's peak resident memory.
+/// inference alone allows, the time from opening the source to its first frame, and the
+/// process's peak resident memory. `--sources N` runs N sessions on the source side by side on
+/// one model, as a `.streams` list does, against the rate N single-threaded predictions allow.
 struct VideoBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "video", abstract: "Measure a YOLOSession's throughput and peak memory on a video.")
@@ -19,8 +21,12 @@ struct VideoBench: AsyncParsableCommand {
     @Option(help: "Predictions on the first frame, alone, to time the inference.")
     var iters = 30
 
+    @Option(help: "Sessions on the source side by side, on one model (each with cores / N threads, at least 1).")
+    var sources = 1
+
     func validate() throws {
         guard iters >= 1 else { throw ValidationError("--iters must be at least 1, got \(iters)") }
+        guard sources >= 1 else { throw ValidationError("--sources must be at least 1, got \(sources)") }
     }
 
     func run() async throws {
@@ -29,12 +35,21 @@ struct VideoBench: AsyncParsableCommand {
 
         // The rate prediction allows: predictions on one frame already in memory, whole
         // (letterbox, inference, post-processing) and the network's pass alone.
+        // Opening to the first frame handed to inference: the result's arrival less its own stages.
+        // A live source's end ends the run: no reconnection.
+        let once = ReconnectPolicy(attempts: 0)
         var first: Image?
-        for await result in try YOLOSession(model: yolo, source: .video(url)).results {
+        let opening = DispatchTime.now().uptimeNanoseconds
+        let opened = try YOLOSession(model: yolo, source: .video(url), reconnect: once)
+        for await result in opened.results {
             first = result.image
+            let stages = result.speed.preprocess + result.speed.inference + result.speed.postprocess
+            print(String(format: "first frame in inference %.0f ms after opening the source", milliseconds(since: opening) - stages))
             break
         }
+        opened.stop()
         guard let first else { throw BenchError("\(source) has no frame") }
+        if sources > 1 { return try await sideBySide(yolo, url: url, first: first) }
         var whole = [Double](), pass = [Double]()
         for _ in 0..<iters {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -45,7 +60,7 @@ struct VideoBench: AsyncParsableCommand {
 
         // The pipeline: frames/s over the whole source, and per frame the interval since the
         // previous result against that frame's own inference, so both come from the same frames.
-        let session = try YOLOSession(model: yolo, source: .video(url))
+        let session = try YOLOSession(model: yolo, source: .video(url), reconnect: once)
         let start = DispatchTime.now().uptimeNanoseconds
         var previous = start, frames = 0
         var intervals = [Double](), preprocess = [Double](), inPipeline = [Double](), postprocess = [Double]()
@@ -80,5 +95,35 @@ struct VideoBench: AsyncParsableCommand {
         print(String(format: "per frame (means): %.2f ms = preprocess %.2f + inference %.2f + postprocess %.2f + waiting %.2f",
                      interval.mean, means[0], means[1], means[2], interval.mean - means.reduce(0, +)))
         print(String(format: "peak RSS: %.1f MB", Double(usage.ru_maxrss) / 1024))
+    }
+
+    /// `sources` sessions at once, each at cores / `sources` threads: frames/s over all against
+    /// cores / the one-thread latency of a prediction, the rate of perfect scaling.
+    private func sideBySide(_ yolo: YOLO, url: URL, first: Image) async throws {
+        let configured = yolo.configuration
+        yolo.configuration.threads = 1
+        var samples = [Double]()
+        for _ in 0..<iters {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try yolo(first)
+            samples.append(milliseconds(since: start))
+        }
+        yolo.configuration = configured
+        let latency = Latency(samples: samples).median
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var shared = configured
+        shared.threads = max(1, cores / sources)
+        let sessions = try (0..<sources).map { _ in try YOLOSession(model: yolo, source: .video(url)) }
+        for session in sessions { session.configuration = shared }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let frames = await withTaskGroup(of: Int.self) { group in
+            for session in sessions { group.addTask { await session.results.reduce(0) { n, _ in n + 1 } } }
+            return await group.reduce(0, +)
+        }
+        let seconds = milliseconds(since: start) / 1e3
+        for session in sessions { if let error = session.error { throw error } }
+        let rate = Double(frames) / seconds, ideal = Double(cores) * 1000 / latency
+        print(String(format: "%d sessions side by side: %d frames in %.2f s: %.1f frames/s; one-thread prediction median %.2f ms, "
+                     + "%d cores: %.1f frames/s ideal; ratio %.3f", sources, frames, seconds, rate, latency, cores, ideal, rate / ideal))
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Synchronization
+import Tensor
 import YOLOCore
 
 /// `yolo predict`: a model's results (boxes, masks, keypoints, rotated boxes or classes, by the
@@ -47,15 +48,29 @@ struct PredictOptions: ParsableArguments {
     var task: String?
 
     @Option(help: ArgumentHelp(
-        "An image or video file, a folder, a glob pattern such as 'images/*.jpg', a stream URL, or - for raw frames.",
+        "An image or video file, a folder, a glob pattern such as 'images/*.jpg', a stream URL, a camera (0 or /dev/video0), a .streams list, or - for raw frames.",
         discussion: """
         Videos are files with Ultralytics' video extensions (mp4, mkv, avi, mov, webm, gif, …) and URLs \
-        such as rtsp://, http://, decoded by ffmpeg. - reads raw BGR24 frames of --frame-size from stdin.
+        such as rtsp://, http://, decoded by ffmpeg. Live sources (rtsp, rtmp, tcp, udp, srt URLs, http(s) \
+        URLs without a media extension, cameras) deliver their newest frame and are reconnected when lost. \
+        A .streams file lists sources, one a line, run side by side. - reads raw BGR24 frames of --frame-size from stdin.
         """))
     var source: String
 
-    @Option(name: .customLong("frame-size"), help: "Width x height of the raw frames read with --source -, e.g. 640x360.")
+    @Option(name: .customLong("frame-size"), help: "Width x height of the raw frames read with --source -, e.g. 640x360; asked of a camera.")
     var frameSize: String?
+
+    @Option(help: "Frames per second asked of a camera.")
+    var fps: Double?
+
+    @Flag(name: .customLong("stream-buffer"), help: "Keep every frame of a live source, even when inference falls behind (default: the newest frame, stale ones dropped).")
+    var streamBuffer = false
+
+    @Option(name: .customLong("stream-timeout"), help: "Seconds a source may send nothing before a live one is reconnected (and any one fails to open).")
+    var streamTimeout: Double = 10
+
+    @Option(help: "Failed attempts in a row to reconnect a lost live source before the run ends (0: never reconnect).")
+    var reconnect: Int = 5
 
     @Option(name: .customLong("vid-stride"), help: "Predict every N-th video frame only.")
     var vidStride: Int = 1
@@ -129,9 +144,11 @@ struct PredictOptions: ParsableArguments {
     /// What `--source` names, one item of the run: an image, or frames named `name` in messages.
     private enum Input {
         case image(URL)
-        case frames(YOLOSession.Source, name: String)
+        /// One source, or a `.streams` list's, run side by side.
+        case frames([(source: YOLOSession.Source, name: String)])
 
         var isImage: Bool { if case .image = self { true } else { false } }
+        var sources: Int { if case let .frames(list) = self { list.count } else { 0 } }
     }
 
     /// Runs the command; SIGINT or SIGTERM stops it as `Interruption` says.
@@ -226,7 +243,7 @@ struct PredictOptions: ParsableArguments {
             ? try runFolder.make(task: task.rawValue, verb: tracker == nil ? "predict" : "track") : nil
         let images = inputs.filter(\.isImage).count
         var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,
-                      images: images, videos: inputs.count - images, saveDirectory: saveDirectory)
+                      images: images, videos: inputs.map(\.sources).reduce(0, +), saveDirectory: saveDirectory)
         // Images are tracked as one sequence; each video or stream gets a tracker of its own.
         var imageTracker = tracker.map { ObjectTracker($0) }
         // Each result is written as it completes and dropped: memory stays that of one frame.
@@ -251,8 +268,8 @@ struct PredictOptions: ParsableArguments {
                             + result.summary + String(format: "%.1fms", result.speed.inference))
                     try write(result, url.deletingPathExtension().lastPathComponent)
                     if save, let saveDirectory { try annotate(result).write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
-                case let .frames(source, name):
-                    try await predictFrames(of: source, name: name, label: label, yolo: yolo, task: requested, tracker: tracker,
+                case let .frames(sources):
+                    try await predictFrames(of: sources, label: label, yolo: yolo, task: requested, tracker: tracker,
                                             run: &run, saveDirectory: saveDirectory, write: write)
                 }
             } catch let error as OutputFailure {
@@ -267,75 +284,144 @@ struct PredictOptions: ParsableArguments {
         return run
     }
 
-    /// Streams a video, a network stream or stdin through a session: each frame's result is
-    /// written, annotated into `<stem>.mp4` (--save) and `<stem>_frames/<stem>_<n>.jpg`
-    /// (--save-frames) in `saveDirectory`, then dropped.
-    private func predictFrames(of source: YOLOSession.Source, name: String, label: String, yolo: YOLO, task: YOLOTask?,
+    /// Streams a video, a network stream, a camera or stdin through a session, or a `.streams`
+    /// list's sources through a session each, side by side on the one model: each frame's result
+    /// is written (with `source`, its line's index, for a list), annotated into `<stem>.mp4`
+    /// (--save) and `<stem>_frames/<stem>_<n>.jpg` (--save-frames) in `saveDirectory`, then dropped.
+    private func predictFrames(of sources: [(source: YOLOSession.Source, name: String)], label: String, yolo: YOLO, task: YOLOTask?,
                                tracker: TrackerConfiguration?, run: inout Run, saveDirectory: URL?,
                                write: (Results, String) throws -> Void) async throws {
-        let session = try YOLOSession(model: yolo, source: source, task: task, tracker: tracker, frameStride: vidStride)
-        // A failed write leaves this input: its decoder stops at once.
-        defer { session.stop() }
-        // The session's tracking threshold gives way to the one the command chose.
-        session.configuration = yolo.configuration
-        let stem = URL(fileURLWithPath: name).deletingPathExtension().lastPathComponent
-        let total = session.frameCount.map { $0 / vidStride }
+        let policy = ReconnectPolicy(attempts: reconnect, timeout: streamTimeout) { event in
+            FileHandle.standardError.write(Data(("reconnected to \(event.source) after " + String(format: "%.1f", event.outage)
+                                                 + " s (\(event.reason))\n").utf8))
+        }
+        let sessions = try sources.map { try YOLOSession(model: yolo, source: $0.source, task: task, tracker: tracker, frameStride: vidStride,
+                                                         dropsStaleFrames: !streamBuffer, reconnect: policy) }
+        // A failed write leaves this input: its decoders stop at once.
+        defer { sessions.forEach { $0.stop() } }
+        // One stem per source; a list's sources that share one get their index too.
+        let stems = sources.enumerated().map { i, entry in
+            let stem = URL(fileURLWithPath: entry.name).deletingPathExtension().lastPathComponent
+            let shared = sources.filter { URL(fileURLWithPath: $0.name).deletingPathExtension().lastPathComponent == stem }.count > 1
+            return shared ? "\(stem)_\(i)" : stem
+        }
         var progress = Progress(enabled: !quiet && isatty(STDERR_FILENO) == 1)
-        var writer: VideoWriter?
-        var predicted = 0
+        var writers = [VideoWriter?](repeating: nil, count: sources.count)
+        var predicted = [Int](repeating: 0, count: sources.count)
         let started = Date()
-        for await result in session.results {
-            predicted += 1
-            run.count(result)
-            let frame = "frame \(predicted)/\(total.map(String.init) ?? "?")"
-            let detail = "\(result.inputShape[2])x\(result.inputShape[3]) \(result.summary)" + String(format: "%.1fms", result.speed.inference)
-            if progress.enabled {
-                let rate = Double(predicted) / max(Date().timeIntervalSince(started), 1e-3)
-                progress.show("\(label) \(name): \(frame), " + String(format: "%.1f frames/s, ", rate) + detail)
-            } else {
-                run.say("\(label) (\(frame)) \(name): \(detail)")
-            }
-            let frameStem = "\(stem)_\(predicted)"
-            try write(result, frameStem)
-            if save || saveFrames, let saveDirectory {
-                let annotated = try annotate(result)
-                if save, writer == nil {
-                    writer = try VideoWriter(url: saveDirectory.appendingPathComponent(stem + ".mp4"), width: annotated.width,
-                                             height: annotated.height, frameRate: max(1, (session.frameRate ?? 30) / Double(vidStride)))
+        var failure: (any Error)?
+        // Each session is iterated in a task of its own and hands its results over one at a time.
+        let handoff = Handoff(sources: sessions.count)
+        // The session's tracking threshold gives way to the one the command chose; side by side,
+        // the sources share the cores rather than each taking them all.
+        var configuration = yolo.configuration
+        if sessions.count > 1, threads == nil { configuration.threads = max(1, Parallel.width / sessions.count) }
+        await withTaskGroup(of: Void.self) { group in
+            for (i, session) in sessions.enumerated() {
+                session.configuration = configuration
+                group.addTask {
+                    for await result in session.results { await handoff.put(result, from: i) }
+                    handoff.end()
                 }
-                try writer?.write(annotated)
-                if saveFrames {
-                    let frames = saveDirectory.appendingPathComponent(stem + "_frames")
-                    try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
-                    try annotated.write(to: frames.appendingPathComponent(frameStem + ".jpg"))
+            }
+            while let delivered = await handoff.next() {
+                let i = delivered.source
+                var result = delivered.result
+                if failure != nil { continue }
+                if sources.count > 1 { result.source = i }
+                predicted[i] += 1
+                run.count(result)
+                let name = sources[i].name
+                let frame = "frame \(predicted[i])/\(sessions[i].frameCount.map { String($0 / vidStride) } ?? "?")"
+                let detail = "\(result.inputShape[2])x\(result.inputShape[3]) \(result.summary)" + String(format: "%.1fms", result.speed.inference)
+                let source = sources.count > 1 ? "\(label) \(i + 1)/\(sources.count)" : label
+                if progress.enabled {
+                    let rate = Double(predicted.reduce(0, +)) / max(Date().timeIntervalSince(started), 1e-3)
+                    progress.show("\(source) \(name): \(frame), " + String(format: "%.1f frames/s, ", rate) + detail)
+                } else {
+                    run.say("\(source) (\(frame)) \(name): \(detail)")
+                }
+                do {
+                    let frameStem = "\(stems[i])_\(predicted[i])"
+                    try write(result, frameStem)
+                    if save || saveFrames, let saveDirectory {
+                        let annotated = try annotate(result)
+                        if save, writers[i] == nil {
+                            writers[i] = try VideoWriter(url: saveDirectory.appendingPathComponent(stems[i] + ".mp4"), width: annotated.width,
+                                                         height: annotated.height,
+                                                         frameRate: max(1, (sessions[i].frameRate ?? 30) / Double(vidStride)))
+                        }
+                        try writers[i]?.write(annotated)
+                        if saveFrames {
+                            let frames = saveDirectory.appendingPathComponent(stems[i] + "_frames")
+                            try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
+                            try annotated.write(to: frames.appendingPathComponent(frameStem + ".jpg"))
+                        }
+                    }
+                } catch {
+                    failure = error
+                    sessions.forEach { $0.stop() }
                 }
             }
         }
         progress.end()
-        try writer?.finish()
-        if let error = session.error {
-            guard predicted > 0 else { throw error }
-            throw PartialSource(description: "\(name) stopped after \(predicted) frames: \(error.localizedDescription)")
+        if let failure { throw failure }
+        for writer in writers { try writer?.finish() }
+        for session in sessions where session.isLive { run.countLive(dropped: session.droppedFrames, reconnects: session.reconnects) }
+        let failures = zip(sessions, sources).enumerated().compactMap { i, pair -> (any Error)? in
+            guard let error = pair.0.error else { return nil }
+            guard predicted[i] > 0 else { return error }
+            return PartialSource(description: "\(pair.1.name) stopped after \(predicted[i]) frames: \(error.localizedDescription)")
+        }
+        if failures.count == 1 { throw failures[0] }
+        if !failures.isEmpty {
+            throw PartialSource(description: failures.map { ($0 as? LocalizedError)?.errorDescription ?? "\($0)" }.joined(separator: "; "))
         }
     }
 
-    /// `--source` as the items of the run: stdin, a stream URL, or files (a file, or a folder's
-    /// or a pattern's images and videos in natural order, `MediaFiles`). Files with Ultralytics'
-    /// image extensions that are not JPEG or PNG are items too, reported as skipped.
+    /// `--source` as the items of the run: stdin, a camera, a `.streams` list, a stream URL, or
+    /// files (a file, or a folder's or a pattern's images and videos in natural order,
+    /// `MediaFiles`). Files with Ultralytics' image extensions that are not JPEG or PNG are items
+    /// too, reported as skipped.
     private func inputs() throws -> [Input] {
-        if source == "-" {
-            guard let frameSize else {
-                throw CommandFailure(message: "--source - reads raw BGR24 frames: give their size with --frame-size WxH, e.g. 640x360")
-            }
+        let size = try frameSize.map { frameSize in
             let sides = frameSize.lowercased().split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
             guard sides.count == 2, let width = sides[0], let height = sides[1] else {
                 throw CommandFailure(message: "--frame-size \(frameSize) is not WIDTHxHEIGHT, e.g. 640x360")
             }
-            return [.frames(.stdin(width: width, height: height), name: "stdin")]
+            return (width: width, height: height)
         }
-        if let frameSize { throw CommandFailure(message: "--frame-size \(frameSize) applies to --source - only") }
+        if source == "-" {
+            guard let size else {
+                throw CommandFailure(message: "--source - reads raw BGR24 frames: give their size with --frame-size WxH, e.g. 640x360")
+            }
+            return [.frames([(.stdin(width: size.width, height: size.height), name: "stdin")])]
+        }
+        if let device = PredictOptions.camera(source) {
+            if let fps, !(fps > 0 && fps <= 1000) { throw CommandFailure(message: "--fps \(fps) is not in (0, 1000]") }
+            return [.frames([(.camera(device, frameSize: size, frameRate: fps), name: device)])]
+        }
+        if let frameSize { throw CommandFailure(message: "--frame-size \(frameSize) applies to --source - and cameras only") }
+        if let fps { throw CommandFailure(message: "--fps \(fps) applies to cameras only") }
+        if source.lowercased().hasSuffix(".streams") {
+            let text: String
+            do {
+                text = try String(contentsOfFile: source, encoding: .utf8)
+            } catch {
+                throw CommandFailure(message: "cannot read the list of sources \(source): \(error.localizedDescription)")
+            }
+            // As Ultralytics reads it: whitespace-separated entries, a byte-order mark ignored.
+            let entries = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isWhitespace).map(String.init)
+            guard !entries.isEmpty else { throw CommandFailure(message: "\(source) lists no source: give one path or URL a line") }
+            return [.frames(try entries.map { entry in
+                if let device = PredictOptions.camera(entry) { return (.camera(device), name: device) }
+                if entry.contains("://"), let url = URL(string: entry), url.scheme != nil, !url.isFileURL { return (.video(url), name: entry) }
+                guard FileManager.default.fileExists(atPath: entry) else { throw CommandFailure(message: "\(source): source \(entry) does not exist") }
+                return (.video(URL(fileURLWithPath: entry)), name: entry)
+            })]
+        }
         if source.contains("://"), let url = URL(string: source), url.scheme != nil, !url.isFileURL {
-            return [.frames(.video(url), name: source)]
+            return [.frames([(.video(url), name: source)])]
         }
         let url = URL(fileURLWithPath: source)
         let files = try MediaFiles.expand(url, keeping: MediaFiles.imageExtensions.union(MediaFiles.videoExtensions),
@@ -344,8 +430,15 @@ struct PredictOptions: ParsableArguments {
             throw CommandFailure(message: "source \(source) does not exist")
         }
         return files.map { file in
-            MediaFiles.videoExtensions.contains(file.pathExtension.lowercased()) ? .frames(.video(file), name: file.path) : .image(file)
+            MediaFiles.videoExtensions.contains(file.pathExtension.lowercased()) ? .frames([(.video(file), name: file.path)]) : .image(file)
         }
+    }
+
+    /// The V4L2 device a source names: a camera index as Ultralytics writes it (`0`), or
+    /// `/dev/videoN`.
+    static func camera(_ source: String) -> String? {
+        if !source.isEmpty, source.allSatisfy(\.isASCII), let index = Int(source), index >= 0 { return "/dev/video\(index)" }
+        return source.hasPrefix("/dev/video") ? source : nil
     }
 
     /// labels/<stem>.txt in Ultralytics' `save_txt` formats, numbers as `%g`: detect "cls cx cy
@@ -509,6 +602,8 @@ private struct Run {
     let saveDirectory: URL?
     /// Images and frames predicted.
     var done = 0, frames = 0
+    /// Live sources' stale frames dropped and reconnections, when there were live sources.
+    var live: (dropped: Int, reconnects: Int)?
     /// What went wrong with each input that failed.
     var failures = [String]()
     var total = (preprocess: 0.0, inference: 0.0, postprocess: 0.0)
@@ -519,6 +614,10 @@ private struct Run {
         total.preprocess += result.speed.preprocess
         total.inference += result.speed.inference
         total.postprocess += result.speed.postprocess
+    }
+
+    mutating func countLive(dropped: Int, reconnects: Int) {
+        live = ((live?.dropped ?? 0) + dropped, (live?.reconnects ?? 0) + reconnects)
     }
 
     func say(_ line: String) {
@@ -539,7 +638,8 @@ private struct Run {
                              total.preprocess / n, total.inference / n, total.postprocess / n))
         }
         let parts = (images > 0 || videos == 0 ? ["\(images) \(images == 1 ? "image" : "images")"] : [])
-            + (videos > 0 ? ["\(videos) \(videos == 1 ? "video" : "videos") (\(frames) frames)"] : [])
+            + (videos > 0 ? ["\(videos) \(videos == 1 ? "video" : "videos") (\(frames) frames"
+                + (live.map { ", \($0.dropped) dropped, \($0.reconnects) \($0.reconnects == 1 ? "reconnect" : "reconnects")" } ?? "") + ")"] : [])
         log.print((parts + ["\(failures.count) failed"]).joined(separator: ", "))
     }
 }

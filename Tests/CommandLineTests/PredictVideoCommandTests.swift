@@ -24,13 +24,13 @@ final class PredictVideoCommandTests: CommandTestCase {
         return false
     }
 
-    /// CSV rows that are all whole: the header's 10 fields each, the last line ended.
+    /// CSV rows that are all whole: the header's 11 fields each, the last line ended.
     private func assertWholeRows(_ file: String, _ message: String) throws {
         let text = try String(contentsOf: scratch.appendingPathComponent(file), encoding: .utf8)
         XCTAssertTrue(text.hasSuffix("\n"), message)
         let rows = text.split(separator: "\n")
         XCTAssertGreaterThan(rows.count, 1, message)
-        XCTAssertTrue(rows.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 10 }, message)
+        XCTAssertTrue(rows.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 11 }, message)
     }
 
     private func ffmpeg(_ arguments: [String]) throws {
@@ -78,10 +78,10 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
 
         let csv = try String(contentsOf: scratch.appendingPathComponent("out.csv"), encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id")
+        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id,source")
         XCTAssertEqual(csv.count, boxes + 1)
         XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
-        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 10 })
+        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 11 })
 
         let run = scratch.appendingPathComponent("runs/detect/predict")
         let labels = try FileManager.default.contentsOfDirectory(atPath: run.appendingPathComponent("labels").path)
@@ -133,7 +133,7 @@ final class PredictVideoCommandTests: CommandTestCase {
             (["--source", "-"], "Error: --source - reads raw BGR24 frames: give their size with --frame-size WxH, e.g. 640x360"),
             (["--source", "-", "--frame-size", "640"], "Error: --frame-size 640 is not WIDTHxHEIGHT, e.g. 640x360"),
             (["--source", "-", "--frame-size", "0x360"], "Error: invalid pixels: stdin: size 0×360 has no pixels"),
-            (["--source", "x.mp4", "--frame-size", "640x360"], "Error: --frame-size 640x360 applies to --source - only"),
+            (["--source", "x.mp4", "--frame-size", "640x360"], "Error: --frame-size 640x360 applies to --source - and cameras only"),
         ] {
             let bad = try yolo(["predict"] + arguments, stdin: frames)
             XCTAssertEqual(bad.status, 1, "\(arguments)")
@@ -151,10 +151,10 @@ final class PredictVideoCommandTests: CommandTestCase {
         for (arguments, environment, message) in [
             (["--source", "empty.mp4"], [:], "Error: cannot open \(scratch.path)/empty.mp4: "),
             (["--source", "text.mp4"], [:], "Error: cannot open \(scratch.path)/text.mp4: "),
-            (["--source", pan.path], ["PATH": "/nonexistent"], "Error: ffprobe not found on PATH (/nonexistent): video sources need the Debian package ffmpeg"),
+            (["--source", pan.path], ["PATH": "/nonexistent"], "Error: ffmpeg not found on PATH (/nonexistent): video sources need the Debian package ffmpeg"),
             (["--source", "rtsp://127.0.0.1:9/live"], [:], "Error: cannot open rtsp://127.0.0.1:9/live: "),
             (["--source", pan.path, "--vid-stride", "0"], [:], "Error: --vid-stride 0 must be at least 1"),
-            (["--source", pan.path], ["YOLO_STREAM_TIMEOUT": "0"], "Error: configuration YOLO_STREAM_TIMEOUT = 0 is invalid: "),
+            (["--source", pan.path, "--stream-timeout", "0"], [:], "Error: configuration stream timeout = 0.0 is invalid: "),
         ] {
             try? FileManager.default.removeItem(at: scratch.appendingPathComponent("bad.json"))
             let result = try runCommand(executable, ["predict", "--save-json", "bad.json"] + arguments, in: scratch,
@@ -193,18 +193,18 @@ final class PredictVideoCommandTests: CommandTestCase {
     }
 
     /// Streams that connect and stay silent (rtsp to a TCP listener that never answers, udp on a
-    /// port nobody sends to) fail after YOLO_STREAM_TIMEOUT, saying so, instead of waiting
+    /// port nobody sends to) fail after --stream-timeout, saying so, instead of waiting
     /// forever; the JSON is a valid empty array.
     func testSilentStreamsFailAfterTheTimeout() throws {
         let tcp = try SilentPort(), udp = try SilentPort(udp: true)
         for url in ["rtsp://127.0.0.1:\(tcp.port)/live", "udp://127.0.0.1:\(udp.port)"] {
             let started = Date()
-            let result = try RunningCommand(executable, ["predict", "--source", url, "--save-json", "out.json"], in: scratch,
-                                            environment: try environment(["YOLO_STREAM_TIMEOUT": "1"])).wait(timeout: 60)
+            let result = try RunningCommand(executable, ["predict", "--source", url, "--stream-timeout", "1", "--save-json", "out.json"],
+                                            in: scratch, environment: try environment()).wait(timeout: 60)
             let seconds = Date().timeIntervalSince(started)
             XCTAssertEqual(result.status, 1, url)
             XCTAssertTrue(result.stderr.hasPrefix("Error: cannot open \(url): "), result.stderr)
-            XCTAssertTrue(result.stderr.contains("nothing received within 1 s, YOLO_STREAM_TIMEOUT"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("nothing received within 1 s"), result.stderr)
             XCTAssertLessThan(seconds, 15, url)
             XCTAssertEqual(try String(contentsOf: scratch.appendingPathComponent("out.json"), encoding: .utf8), "[]\n", url)
             print("\(url): failed after \(String(format: "%.1f", seconds)) s")
@@ -215,8 +215,8 @@ final class PredictVideoCommandTests: CommandTestCase {
     /// ffprobe with it (it outlived the command, orphaned).
     func testSignalStopsTheProbeOfASilentStream() throws {
         let tcp = try SilentPort()
-        let command = try RunningCommand(executable, ["predict", "--source", "rtsp://127.0.0.1:\(tcp.port)/live", "--save-json", "out.json"],
-                                         in: scratch, environment: try environment(["YOLO_STREAM_TIMEOUT": "60"]))
+        let command = try RunningCommand(executable, ["predict", "--source", "rtsp://127.0.0.1:\(tcp.port)/live", "--stream-timeout", "60",
+                                                      "--save-json", "out.json"], in: scratch, environment: try environment())
         var children = [Int32]()
         let deadline = Date().addingTimeInterval(30)
         while children.isEmpty && Date() < deadline {

@@ -16,6 +16,13 @@ public enum SourceError: Error, LocalizedError, Equatable {
     case decodeFailed(source: String, frames: Int, status: Int32, reason: String)
     /// Reading the frames failed.
     case readFailed(source: String, reason: String)
+    /// A live source sent nothing for `seconds`.
+    case stalled(source: String, seconds: Double)
+    /// A live source was lost and `attempts` attempts in a row to reopen it failed; `reason` is
+    /// the last attempt's failure.
+    case reconnectFailed(source: String, attempts: Int, reason: String)
+    /// No camera at `device`; `available` lists the V4L2 devices there are.
+    case cameraNotFound(device: String, available: [String])
 
     public var errorDescription: String? {
         switch self {
@@ -31,6 +38,13 @@ public enum SourceError: Error, LocalizedError, Equatable {
             "ffmpeg failed on \(source) after \(frames) frames (exit status \(status)): \(reason)"
         case let .readFailed(source, reason):
             "cannot read frames from \(source): \(reason)"
+        case let .stalled(source, seconds):
+            "\(source) sent nothing for \(String(format: "%g", seconds)) s"
+        case let .reconnectFailed(source, attempts, reason):
+            "\(source) was lost and \(attempts) \(attempts == 1 ? "attempt" : "attempts") to reconnect failed; the last: \(reason)"
+        case let .cameraNotFound(device, available):
+            "no camera at \(device): "
+                + (available.isEmpty ? "this machine has no V4L2 device (/dev/video*)" : "the cameras are \(available.joined(separator: ", "))")
         }
     }
 }
@@ -42,24 +56,34 @@ struct FrameReader: Sendable {
     let height: Int
     /// Names the input in errors.
     let source: String
+    /// Seconds without a byte after which a live source has stalled; nil waits as long as it takes.
+    var stallTimeout: Double? = nil
 
     /// Frame `index`, blocking until all its bytes arrive; nil when the input ends before it, or
     /// when `stopped()` is true before its first byte (asked as bytes arrive, and every 50 ms
     /// while the input is idle): a stopped session's reader takes no bytes that a later reader of
-    /// the same input should get.
+    /// the same input should get. Throws `SourceError.stalled` after `stallTimeout` seconds
+    /// without a byte.
     func next(index: Int, stopped: () -> Bool = { false }) throws -> Image? {
         let size = width * height * 3
         var bytes = [UInt8](repeating: 0, count: size)
         var filled = 0
+        var lastByte = Date()
         while filled < size {
-            if filled == 0 {
+            if filled == 0 || stallTimeout != nil {
                 var idle = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&idle, 1, 50)
                 if ready < 0 && errno != EINTR {
                     throw SourceError.readFailed(source: source, reason: String(cString: strerror(errno)))
                 }
-                if stopped() { return nil }
-                if ready <= 0 { continue }
+                if filled == 0 && stopped() { return nil }
+                if ready <= 0 {
+                    if let stallTimeout, Date().timeIntervalSince(lastByte) >= stallTimeout {
+                        throw SourceError.stalled(source: source, seconds: stallTimeout)
+                    }
+                    continue
+                }
+                lastByte = Date()
             }
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, size - filled) }
             if n > 0 {
@@ -76,8 +100,8 @@ struct FrameReader: Sendable {
     }
 }
 
-/// The last `limit` bytes a subprocess writes to a pipe (ffmpeg's messages, ffprobe's JSON), read
-/// until the pipe closes: only the tail is kept, since a damaged stream can log without end.
+/// The last `limit` bytes a subprocess writes to a pipe (ffprobe's JSON), read until the pipe
+/// closes: only the tail is kept.
 final class MessageTail: Sendable {
     private let bytes = Mutex<[UInt8]>([])
     private let done = DispatchSemaphore(value: 0)
@@ -102,98 +126,224 @@ final class MessageTail: Sendable {
     }
 }
 
-/// A video file or stream decoded by an `ffmpeg` subprocess into BGR24 frames, the bytes OpenCV's
-/// `cv2.VideoCapture` (Ultralytics' reader) gives on the same file.
+/// ffmpeg's or ffprobe's stderr at `-v level+info` (or `level+error`), read line by line on a
+/// thread of its own until it closes: the output stream ffmpeg announces just before writing its
+/// first frame (its size and rate), and the last error lines, since a damaged stream can log
+/// without end.
+final class FFmpegLog: Sendable {
+    /// The decoded frames ffmpeg writes: its "Output #0" section's video stream.
+    struct Stream: Equatable {
+        var width: Int, height: Int
+        /// The rate ffmpeg states, when in (0, 1000) as OpenCV's `CAP_PROP_FPS` is trusted.
+        var frameRate: Double?
+    }
+
+    private struct State {
+        var stream: Stream?
+        var inOutput = false
+        var errors = [String]()
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        DispatchQueue(label: "yolo.ffmpeg-log").async { [self] in
+            var pending = [UInt8](), chunk = [UInt8](repeating: 0, count: 4096)
+            // read(2), not `FileHandle.read(upToCount:)`, which waits for the whole count: lines
+            // are taken as they come.
+            while case let n = chunk.withUnsafeMutableBytes({ read(handle.fileDescriptor, $0.baseAddress, 4096) }), n != 0 {
+                if n < 0 {
+                    if errno == EINTR { continue } else { break }
+                }
+                pending += chunk[..<n]
+                while let end = pending.firstIndex(where: { $0 == 10 || $0 == 13 }) {
+                    take(String(decoding: pending[..<end], as: UTF8.self))
+                    pending.removeSubrange(...end)
+                }
+                // A line without end is cut: only its start can name a level.
+                if pending.count > 4096 { pending.removeAll() }
+            }
+            take(String(decoding: pending, as: UTF8.self))
+            state.withLock { $0.closed = true }
+        }
+    }
+
+    /// One line: "[component @ 0x…] [level] text" or "[level] text".
+    private func take(_ line: String) {
+        var text = Substring(line)
+        if text.hasPrefix("["), text.contains(" @ "), let end = text.range(of: "] ") { text = text[end.upperBound...] }
+        guard text.hasPrefix("["), let end = text.range(of: "] ") else { return }
+        let level = String(text[text.index(after: text.startIndex)..<end.lowerBound])
+        text = text[end.upperBound...]
+        state.withLock { s in
+            if ["error", "fatal", "panic"].contains(level) {
+                s.errors = Array((s.errors + [String(text)]).suffix(3))
+            } else if text.hasPrefix("Output #0") {
+                s.inOutput = true
+            } else if s.inOutput, s.stream == nil, text.contains("Stream #0:0"), text.contains("Video:") {
+                s.stream = FFmpegLog.stream(in: String(text))
+            }
+        }
+    }
+
+    /// "…, bgr24(pc, …), 640x360, q=2-31, …, 25 fps, …": the first ", WxH" and the "N fps".
+    static func stream(in line: String) -> Stream? {
+        guard let size = line.firstMatch(of: /, (\d+)x(\d+)/), let width = Int(size.1), let height = Int(size.2) else { return nil }
+        var rate: Double?
+        if let match = line.firstMatch(of: /, ([0-9.]+)(k?) fps/), let value = Double(match.1) { rate = match.2.isEmpty ? value : value * 1000 }
+        return Stream(width: width, height: height, frameRate: rate.flatMap { $0 > 0 && $0 < 1000 ? $0 : nil })
+    }
+
+    /// The output stream once ffmpeg announces it; nil when the log closes first (ffmpeg failed),
+    /// after `timeout` seconds, or when `stopped()` (asked every 20 ms).
+    func stream(timeout: Double, stopped: () -> Bool) -> Stream? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let (stream, closed) = state.withLock { ($0.stream, $0.closed) }
+            if stream != nil || closed || stopped() || Date() >= deadline { return stream }
+            usleep(20_000)
+        }
+    }
+
+    /// The last error lines joined, or `fallback` when there were none; waits for the log to
+    /// close (the process has exited or been killed).
+    func message(or fallback: String) -> String {
+        while !state.withLock({ $0.closed }) { usleep(5_000) }
+        let errors = state.withLock { $0.errors }
+        return errors.isEmpty ? fallback : errors.joined(separator: "; ")
+    }
+}
+
+/// What ffmpeg opens and how: its input options through `-i`, and whether the source is live.
+package struct VideoInput: Sendable, Equatable {
+    /// The path, URL or device, as messages name it.
+    package let source: String
+    package let arguments: [String]
+    /// Runs at its own pace, may be lost and reopened (`ReconnectPolicy`): a stream URL or a
+    /// camera, as Ultralytics decides it (see `isLive(_:)`).
+    package let isLive: Bool
+
+    /// A file or URL; reads that get no byte for `timeout` seconds fail rather than hang:
+    /// `-rw_timeout` for files, http, tcp and rtmp; rtsp and udp ignore it and take `-timeout`,
+    /// which rtp, tcp, http and srt also read as their socket timeout (in µs) and other
+    /// protocols refuse (rtmp's means listen). A live source starts from 32 KB and no analysis:
+    /// ffmpeg's default reads 5 s of a stream before its first frame.
+    package init(_ url: URL, timeout: Double) {
+        source = url.isFileURL ? url.path : url.absoluteString
+        isLive = VideoInput.isLive(url)
+        let microseconds = String(Int(timeout * 1e6))
+        let socketTimeout = ["rtsp", "rtsps", "rtp", "udp", "tcp", "http", "https", "srt"].contains(url.scheme?.lowercased() ?? "")
+        arguments = ["-rw_timeout", microseconds] + (socketTimeout ? ["-timeout", microseconds] : [])
+            + (isLive ? ["-probesize", "32768", "-analyzeduration", "0"] : []) + ["-i", source]
+    }
+
+    /// A V4L2 camera (`/dev/video0`) through ffmpeg's `v4l2` input; the size and rate are asked
+    /// of the device, which keeps the nearest it supports.
+    package init(camera device: String, frameSize: (width: Int, height: Int)?, frameRate: Double?) {
+        source = device
+        isLive = true
+        arguments = ["-f", "v4l2"] + (frameSize.map { ["-video_size", "\($0.width)x\($0.height)"] } ?? [])
+            + (frameRate.map { ["-framerate", String(format: "%g", $0)] } ?? []) + ["-i", device]
+    }
+
+    /// Live as Ultralytics' `check_source` decides: rtsp, rtmp, tcp (and udp, srt, rtp) whatever
+    /// the path, http(s) whose path has no image or video extension. Files never are.
+    package static func isLive(_ url: URL) -> Bool {
+        switch url.scheme?.lowercased() ?? "" {
+        case "rtsp", "rtsps", "rtmp", "rtmps", "tcp", "udp", "srt", "rtp": true
+        case "http", "https": !MediaFiles.imageExtensions.union(MediaFiles.videoExtensions).contains(url.pathExtension.lowercased())
+        default: false
+        }
+    }
+}
+
+/// A video file or stream decoded by one `ffmpeg` subprocess into BGR24 frames, the bytes
+/// OpenCV's `cv2.VideoCapture` (Ultralytics' reader) gives on the same file.
 final class VideoDecoder: Sendable {
-    /// The file path or URL, as passed to ffmpeg.
-    let source: String
-    /// A network stream rather than a file: it runs at its own pace.
-    let isStream: Bool
+    let input: VideoInput
+    var source: String { input.source }
     let width: Int
     let height: Int
-    /// Frames per second, when the container says.
+    /// Frames per second, when the container (a file) or ffmpeg (a live source) says.
     let frameRate: Double?
-    /// Frames the container announces, when it does (not for streams).
+    /// Frames the container announces, when it does (not for live sources).
     let frameCount: Int?
     let reader: FrameReader
     private let process: Process
-    private let messages: MessageTail
+    private let log: FFmpegLog
 
-    /// Probes `url` and starts decoding it. Throws `SourceError.toolNotFound` or `.cannotOpen`,
-    /// `CancellationError` when the current task is cancelled during the probe.
-    init(_ url: URL) throws {
-        source = url.isFileURL ? url.path : url.absoluteString
-        isStream = !url.isFileURL
-        let ffprobe = try VideoDecoder.locate("ffprobe"), ffmpeg = try VideoDecoder.locate("ffmpeg")
-        let timeout = try VideoDecoder.streamTimeout()
-        let microseconds = String(Int(timeout * 1e6))
-        // Reads that get no byte for `timeout` fail rather than hang: `-rw_timeout` for files,
-        // http, tcp and rtmp; rtsp and udp ignore it and take `-timeout`, which rtp, tcp, http and
-        // srt also read as their socket timeout (in µs) and other protocols refuse (rtmp's means
-        // listen).
-        let socketTimeout = ["rtsp", "rtsps", "rtp", "udp", "tcp", "http", "https", "srt"].contains(url.scheme?.lowercased() ?? "")
-        let input = ["-rw_timeout", microseconds] + (socketTimeout ? ["-timeout", microseconds] : []) + ["-i", source]
-        // ffprobe reads up to 5 s of a stream to analyse it: 10 s over the timeout bound it where
+    /// Starts decoding `input` and waits for its first frame (so that its size is known): one
+    /// connection, no probe, for a live source; a file is probed first for its frame count and
+    /// rate. Throws `SourceError.toolNotFound` or `.cannotOpen` (also after `timeout` seconds
+    /// without a frame), `CancellationError` when `stopped()` turns true (asked every 20 ms).
+    init(_ input: VideoInput, timeout: Double, stopped: () -> Bool) throws {
+        self.input = input
+        let source = input.source
+        let ffmpeg = try VideoDecoder.locate("ffmpeg")
+        var probedRate: Double?
+        // ffprobe reads up to 5 s of a file to analyse it: 10 s over the timeout bound it where
         // a protocol honours no timeout.
+        if input.isLive {
+            frameCount = nil
+        } else {
+            let probe = try VideoDecoder.run(try VideoDecoder.locate("ffprobe"),
+                                             ["-v", "level+error", "-select_streams", "v:0", "-show_entries",
+                                              "stream=avg_frame_rate,nb_frames", "-of", "json"] + input.arguments,
+                                             source: source, deadline: timeout + 10, stopped: stopped)
+            struct Probe: Decodable {
+                struct Stream: Decodable { var avg_frame_rate: String?, nb_frames: String? }
+                var streams: [Stream]?
+            }
+            let stream = (try? JSONDecoder().decode(Probe.self, from: probe))?.streams?.first
+            let rate = (stream?.avg_frame_rate ?? "").split(separator: "/").compactMap { Double($0) }
+            probedRate = rate.count == 2 && rate[1] > 0 && rate[0] > 0 ? rate[0] / rate[1] : nil
+            frameCount = stream?.nb_frames.flatMap { Int($0) }
+        }
+        // Every decoded frame once, as OpenCV reads them: no duplicated or dropped frames.
         let started = Date()
-        let probe = try VideoDecoder.run(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                   "stream=width,height,avg_frame_rate,nb_frames:stream_side_data=rotation",
-                                                   "-of", "json"] + input, source: source, deadline: timeout + 10)
-        guard probe.status == 0 else {
-            var reason = VideoDecoder.message(probe.errors, or: "ffprobe exit status \(probe.status)")
+        let (process, output, errors) = try VideoDecoder.start(ffmpeg, ["-nostdin", "-nostats", "-hide_banner", "-v", "level+info"]
+            + input.arguments + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], source: source)
+        let log = FFmpegLog(errors)
+        let stream = log.stream(timeout: input.isLive ? timeout : timeout + 10, stopped: stopped)
+        guard let stream else {
+            VideoDecoder.kill(process)
+            if stopped() { throw CancellationError() }
+            var reason = log.message(or: "no video frame")
             // A silent stream's message can be vague ("Invalid data found"): say that time ran out.
-            if isStream && Date().timeIntervalSince(started) >= timeout {
-                reason += " (nothing received within \(String(format: "%g", timeout)) s, YOLO_STREAM_TIMEOUT)"
+            if Date().timeIntervalSince(started) >= timeout {
+                reason += " (nothing received within \(String(format: "%g", timeout)) s)"
             }
             throw SourceError.cannotOpen(source: source, reason: reason)
         }
-        struct Probe: Decodable {
-            struct Stream: Decodable {
-                struct SideData: Decodable { var rotation: Double? }
-                var width: Int?, height: Int?, avg_frame_rate: String?, nb_frames: String?, side_data_list: [SideData]?
-            }
-            var streams: [Stream]?
-        }
-        guard let stream = (try? JSONDecoder().decode(Probe.self, from: probe.output))?.streams?.first,
-              var width = stream.width, var height = stream.height else {
-            throw SourceError.cannotOpen(source: source, reason: "no video stream")
-        }
-        // ffmpeg turns frames upright by the stream's rotation, as OpenCV does: a quarter turn
-        // swaps the sides.
-        let rotation = stream.side_data_list?.compactMap(\.rotation).first ?? 0
-        if Int(rotation.magnitude.rounded()) % 180 == 90 { (width, height) = (height, width) }
         do {
-            try Image.checkSize(width: width, height: height, source: source)
+            try Image.checkSize(width: stream.width, height: stream.height, source: source)
         } catch {
+            VideoDecoder.kill(process)
             throw SourceError.cannotOpen(source: source, reason: error.localizedDescription)
         }
-        self.width = width
-        self.height = height
-        let rate = (stream.avg_frame_rate ?? "").split(separator: "/").compactMap { Double($0) }
-        frameRate = rate.count == 2 && rate[1] > 0 && rate[0] > 0 ? rate[0] / rate[1] : nil
-        frameCount = stream.nb_frames.flatMap { Int($0) }
-
-        // Every decoded frame once, as OpenCV reads them: no duplicated or dropped frames.
-        let output: Pipe, errors: Pipe
-        (process, output, errors) = try VideoDecoder.start(ffmpeg, ["-nostdin", "-v", "error"] + input
-            + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], source: source)
-        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source)
-        messages = MessageTail(errors)
+        (self.process, self.log) = (process, log)
+        width = stream.width
+        height = stream.height
+        frameRate = input.isLive ? stream.frameRate : probedRate
+        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source,
+                             stallTimeout: input.isLive ? timeout : nil)
     }
 
     /// Waits for ffmpeg to exit after its last frame (`frames` were read) and throws if the
     /// video ended early or ffmpeg failed.
     func finish(frames: Int) throws {
         process.waitUntilExit()
-        let log = messages.all()
+        let message = log.message(or: "")
         guard process.terminationReason == .exit else { return }  // stopped by `terminate()`
         let status = process.terminationStatus
         guard status == 0 else {
-            throw SourceError.decodeFailed(source: source, frames: frames, status: status, reason: VideoDecoder.message(log, or: "no message"))
+            throw SourceError.decodeFailed(source: source, frames: frames, status: status, reason: message.isEmpty ? "no message" : message)
         }
         // A cut file decodes without failing, but says so on stderr and falls short of its count.
-        if let frameCount, frames < frameCount, !log.isEmpty {
-            throw SourceError.endedEarly(source: source, frames: frames, expected: frameCount, reason: VideoDecoder.message(log, or: ""))
+        if let frameCount, frames < frameCount, !message.isEmpty {
+            throw SourceError.endedEarly(source: source, frames: frames, expected: frameCount, reason: message)
         }
     }
 
@@ -234,46 +384,30 @@ final class VideoDecoder: Sendable {
         return (process, output, errors)
     }
 
-    /// Seconds a stream may send nothing before its read fails: `YOLO_STREAM_TIMEOUT`, else 10.
-    static func streamTimeout() throws -> Double {
-        try environment("YOLO_STREAM_TIMEOUT", "a number of seconds in [0.001, 3600]") {
-            Double($0).flatMap { $0 >= 0.001 && $0 <= 3600 ? $0 : nil }
-        } ?? 10
-    }
-
-    /// Runs a short-lived tool to its end: its status, stdout (up to 64 KB) and stderr's tail.
-    /// Stopped, and `SourceError.cannotOpen` thrown, after `deadline` seconds; stopped, and
-    /// `CancellationError` thrown, when the current task is cancelled.
-    private static func run(_ tool: URL, _ arguments: [String], source: String,
-                            deadline: Double) throws -> (status: Int32, output: Data, errors: [UInt8]) {
+    /// Runs ffprobe to its end: its stdout (up to 64 KB). Throws `SourceError.cannotOpen` with its
+    /// message when it fails, or after `deadline` seconds; `CancellationError` when `stopped()`
+    /// turns true.
+    private static func run(_ tool: URL, _ arguments: [String], source: String, deadline: Double,
+                            stopped: () -> Bool) throws -> Data {
         let (process, output, errors) = try start(tool, arguments, source: source)
-        let out = MessageTail(output, limit: 1 << 16), err = MessageTail(errors)
+        let out = MessageTail(output, limit: 1 << 16), log = FFmpegLog(errors)
         let started = Date()
-        var stopped: (any Error)?
+        var failure: (any Error)?
         while process.isRunning {
-            if stopped == nil {
-                if Task.isCancelled {
-                    stopped = CancellationError()
+            if failure == nil {
+                if stopped() {
+                    failure = CancellationError()
                 } else if Date().timeIntervalSince(started) > deadline {
-                    stopped = SourceError.cannotOpen(source: source, reason: "no answer within \(String(format: "%g", deadline)) s")
+                    failure = SourceError.cannotOpen(source: source, reason: "no answer within \(String(format: "%g", deadline)) s")
                 }
-                if stopped != nil { kill(process) }
+                if failure != nil { kill(process) }
             }
             usleep(20_000)
         }
         process.waitUntilExit()
-        let log = err.all(), data = Data(out.all())
-        if let stopped { throw stopped }
-        return (process.terminationStatus, data, log)
-    }
-
-    /// ffmpeg's last message lines without their "[component @ address]" prefix, or
-    /// `fallback` when it wrote none.
-    static func message(_ log: [UInt8], or fallback: String) -> String {
-        let lines = String(decoding: log, as: UTF8.self).split(whereSeparator: \.isNewline).map { line in
-            guard line.hasPrefix("["), let end = line.range(of: "] ") else { return String(line) }
-            return String(line[end.upperBound...])
-        }
-        return lines.isEmpty ? fallback : lines.suffix(3).joined(separator: "; ")
+        let data = Data(out.all()), message = log.message(or: "ffprobe exit status \(process.terminationStatus)")
+        if let failure { throw failure }
+        guard process.terminationStatus == 0 else { throw SourceError.cannotOpen(source: source, reason: message) }
+        return data
     }
 }

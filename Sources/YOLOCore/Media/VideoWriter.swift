@@ -20,7 +20,7 @@ public final class VideoWriter: Sendable {
     private let process: Process
     private let input: FileHandle
     private let frames = Mutex(0)
-    private let messages: MessageTail
+    private let log: FFmpegLog
 
     /// Starts ffmpeg writing `url` (replaced if it exists) at `frameRate` frames per second.
     /// Throws `SourceError.toolNotFound` without ffmpeg, `VideoWriterError.invalidSize` for a
@@ -37,13 +37,13 @@ public final class VideoWriter: Sendable {
         let errors: Pipe, input = Pipe()
         (process, _, errors) = try VideoDecoder.start(
             try VideoDecoder.locate("ffmpeg"),
-            ["-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(width)x\(height)",
+            ["-v", "level+error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(width)x\(height)",
              "-r", String(frameRate), "-i", "-",
              // yuv420p halves both sides: an odd side gets one padding pixel.
              "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "+faststart", url.path],
             input: input, source: url.path)
         self.input = input.fileHandleForWriting
-        messages = MessageTail(errors)
+        log = FFmpegLog(errors)
     }
 
     deinit {
@@ -79,7 +79,7 @@ public final class VideoWriter: Sendable {
     private func failureReason(_ error: (any Error)?) -> String {
         try? input.close()
         process.waitUntilExit()
-        return VideoDecoder.message(messages.all(), or: error?.localizedDescription ?? "ffmpeg exit status \(process.terminationStatus)")
+        return log.message(or: error?.localizedDescription ?? "ffmpeg exit status \(process.terminationStatus)")
     }
 }
 

@@ -292,6 +292,8 @@ public struct Results: Sendable, Equatable {
     /// The frame's 0-based index in its source (a video, image sequence or stream); nil for a
     /// single image.
     public var frame: Int?
+    /// The source's index in a list of sources (a `.streams` file's line); nil for a single source.
+    public var source: Int?
     /// Which of `boxes`, `masks`, `keypoints`, `obb` and `probs` this result fills.
     public let task: YOLOTask
     /// Height and width of the original image.
@@ -351,7 +353,7 @@ public struct Results: Sendable, Equatable {
 }
 extension Results: Codable {
     private enum CodingKeys: String, CodingKey {
-        case path = "image", frame, originalShape = "orig_shape", inputShape = "input_shape", speed = "speed_ms", boxes, names
+        case path = "image", frame, source, originalShape = "orig_shape", inputShape = "input_shape", speed = "speed_ms", boxes, names
         case masks, keypoints, obb, probs
     }
 
@@ -392,6 +394,7 @@ extension Results: Codable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(path, forKey: .path)
         try c.encodeIfPresent(frame, forKey: .frame)
+        try c.encodeIfPresent(source, forKey: .source)
         try c.encode(originalShape, forKey: .originalShape)
         try c.encode(inputShape, forKey: .inputShape)
         try c.encode(speed, forKey: .speed)
@@ -427,6 +430,7 @@ extension Results: Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         path = try c.decodeIfPresent(String.self, forKey: .path)
         frame = try c.decodeIfPresent(Int.self, forKey: .frame)
+        source = try c.decodeIfPresent(Int.self, forKey: .source)
         originalShape = try c.decode([Int].self, forKey: .originalShape)
         guard originalShape.count >= 2 else {
             throw DecodingError.dataCorruptedError(forKey: .originalShape, in: c, debugDescription: "orig_shape is not [height, width]")

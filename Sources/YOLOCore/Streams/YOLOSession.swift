@@ -20,23 +20,30 @@ import Synchronization
 /// for await result in session.results { print(result.boxes.map(\.id)) }
 /// ```
 ///
-/// The source is read beside inference, a few frames ahead. File sources never lose a frame: the
-/// reader waits when inference falls behind. Live sources (`.frames`, `.stdin`, network URLs)
-/// opened with `dropsStaleFrames` keep only the newest waiting frame instead (`droppedFrames`
-/// counts the others). Results are produced as `results` is iterated, so a slow consumer holds
-/// back the source rather than piling up results in memory.
+/// The source is read beside inference, a few frames ahead. File sources (and stdin) never lose a
+/// frame: the reader waits when inference falls behind. Live sources (stream URLs, cameras,
+/// `.frames`) keep only the newest waiting frame, as Ultralytics' `stream_buffer=False`
+/// (`droppedFrames` counts the others; `dropsStaleFrames: false` keeps them all), and are
+/// reopened when lost (`ReconnectPolicy`). Results are produced as `results` is iterated, so a
+/// slow consumer holds back the source rather than piling up results in memory.
 public final class YOLOSession: Sendable {
     /// Where the frames come from.
     public enum Source: Sendable {
         /// A video file or stream URL, anything ffmpeg opens (mp4, mkv, avi, webm, rtsp, http),
-        /// decoded by an `ffmpeg` subprocess exactly as OpenCV reads it.
+        /// decoded by an `ffmpeg` subprocess exactly as OpenCV reads it. Live as Ultralytics
+        /// decides: rtsp, rtmp, tcp, udp, srt URLs, and http(s) ones whose path has no image or
+        /// video extension.
         case video(URL)
+        /// A V4L2 camera such as `/dev/video0`, live; `frameSize` and `frameRate` are asked of
+        /// the device, which keeps the nearest it supports.
+        case camera(String, frameSize: (width: Int, height: Int)? = nil, frameRate: Double? = nil)
         /// JPEG or PNG files in this order; a directory, or a pattern (`frames/*.png`), stands for
         /// its JPEG and PNG files in natural order (`img2` before `img10`).
         case images([URL])
         /// Raw BGR24 frames of `width` × `height` on standard input, back to back.
         case stdin(width: Int, height: Int)
-        /// Frames from any producer (a camera, a network feed), numbered as they arrive.
+        /// Frames from any producer (a camera, a network feed), numbered as they arrive; live,
+        /// since a producer cannot be held back.
         case frames(AsyncStream<Image>)
     }
 
@@ -47,16 +54,19 @@ public final class YOLOSession: Sendable {
     /// Frames in the source when known beforehand (a video's container count, the number of
     /// image files), before any `frameStride`.
     public let frameCount: Int?
-    /// A video's frames per second, when its container says.
+    /// A video's frames per second, when its container (or, live, ffmpeg) says.
     public let frameRate: Double?
+    /// The source runs at its own pace: stale frames drop, a loss is reconnected.
+    public let isLive: Bool
     private let core: SessionCore
 
-    /// Opens `source` and starts reading it. A source that cannot be opened throws here
-    /// (`SourceError.cannotOpen` with ffmpeg's message, `.toolNotFound` without ffmpeg,
-    /// `ImageError` for a bad stdin frame size). A video or stream that sends nothing for
-    /// `YOLO_STREAM_TIMEOUT` seconds (default 10) fails to open, or ends with `error`. Cancelling
-    /// the current task stops the probe of a video and throws `CancellationError`; cancelling the
-    /// task iterating `results` stops the session as `stop()` does.
+    /// Opens `source` and waits for its first frame. A source that cannot be opened throws here
+    /// (`SourceError.cannotOpen` with ffmpeg's message, `.cameraNotFound`, `.toolNotFound`
+    /// without ffmpeg, `ImageError` for a bad stdin frame size). A video or stream that sends
+    /// nothing for `reconnect.timeout` seconds fails to open; later, a file ends with `error`
+    /// and a live source is reopened as `reconnect` says. Cancelling the current task stops the
+    /// opening and throws `CancellationError`; cancelling the task iterating `results` stops the
+    /// session as `stop()` does.
     ///
     /// - Parameters:
     ///   - model: the model for the first frame on (see `model`).
@@ -72,9 +82,11 @@ public final class YOLOSession: Sendable {
     ///     the tracker sees low-confidence boxes; `configuration` can change it.
     ///   - dropsStaleFrames: for live sources, keep only the newest frame waiting for inference
     ///     (latest wins) instead of making the source wait; ignored for files.
-    /// - Throws: also `TrackingError.unsupportedTask` for a tracker on a classify model.
+    ///   - reconnect: how a live source that is lost is reopened, and the stream timeout.
+    /// - Throws: also `TrackingError.unsupportedTask` for a tracker on a classify model,
+    ///   `YOLOError.invalidConfiguration` for a policy out of range.
     public init(model: YOLO, source: Source, task: YOLOTask? = nil, tracker: TrackerConfiguration? = nil,
-                frameStride: Int = 1, dropsStaleFrames: Bool = false) throws {
+                frameStride: Int = 1, dropsStaleFrames: Bool = true, reconnect: ReconnectPolicy = ReconnectPolicy()) throws {
         let effectiveTask = try model.resolve(task)
         guard frameStride >= 1 else {
             throw YOLOError.invalidConfiguration(field: "frameStride", value: "\(frameStride)", reason: "must be at least 1")
@@ -82,11 +94,13 @@ public final class YOLOSession: Sendable {
         if tracker != nil, effectiveTask == .classify {
             throw TrackingError.unsupportedTask(effectiveTask)
         }
-        let input = try Input(source)
+        try reconnect.validate()
+        let input = try Input(source, policy: reconnect)
+        isLive = input.isLive
         let drops = dropsStaleFrames && input.isLive
         // A few frames ahead: decoding the next frame overlaps inference of this one.
         let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
-        let core = SessionCore(model: model, task: task, queue: queue, decoder: input.decoder)
+        let core = SessionCore(model: model, task: task, queue: queue, feed: input.feed)
         if let tracker {
             core.state.withLock { s in
                 s.tracker = ObjectTracker(tracker)
@@ -95,11 +109,11 @@ public final class YOLOSession: Sendable {
         }
         self.core = core
         frameCount = switch input {
-        case let .video(decoder, _): decoder.frameCount
+        case let .video(feed, _): feed.first.frameCount
         case let .images(urls): urls.count
         case .raw, .frames: nil
         }
-        frameRate = input.decoder?.frameRate
+        frameRate = input.feed?.first.frameRate
         results = AsyncStream(unfolding: { await core.next() }, onCancel: { core.stop() })
         Task { await input.produce(into: queue) }
     }
@@ -150,6 +164,9 @@ public final class YOLOSession: Sendable {
     /// Frames of a live source skipped because a newer one arrived before inference took them.
     public var droppedFrames: Int { core.queue.dropped }
 
+    /// Times a live source was lost and reopened.
+    public var reconnects: Int { core.feed?.reconnects ?? 0 }
+
     /// Holds back results from now until `resume()`: a frame already in inference is delivered
     /// only after it.
     public func pause() { core.state.withLock { $0.paused = true } }
@@ -184,14 +201,14 @@ final class SessionCore: Sendable {
 
     let state: Mutex<State>
     let queue: FrameQueue
+    let feed: VideoFeed?
     private let task: YOLOTask?
-    private let decoder: VideoDecoder?
 
-    init(model: YOLO, task: YOLOTask?, queue: FrameQueue, decoder: VideoDecoder?) {
+    init(model: YOLO, task: YOLOTask?, queue: FrameQueue, feed: VideoFeed?) {
         state = Mutex(State(model: model, configuration: model.configuration))
         self.task = task
         self.queue = queue
-        self.decoder = decoder
+        self.feed = feed
     }
 
     deinit { stop() }
@@ -203,7 +220,7 @@ final class SessionCore: Sendable {
             s.waiter = nil
         }
         queue.close()
-        decoder?.terminate()
+        feed?.terminate()
     }
 
     /// The next frame's result; nil at the end of the source, after `stop()` or an error.
@@ -354,15 +371,22 @@ final class FrameQueue: Sendable {
 
 /// A source opened: what `YOLOSession.init` checked, ready to be read.
 private enum Input: Sendable {
-    case video(VideoDecoder, name: String)
+    case video(VideoFeed, name: String)
     case raw(FrameReader)
     case images([URL])
     case frames(AsyncStream<Image>)
 
-    init(_ source: YOLOSession.Source) throws {
+    init(_ source: YOLOSession.Source, policy: ReconnectPolicy) throws {
         switch source {
         case let .video(url):
-            self = .video(try VideoDecoder(url), name: url.lastPathComponent)
+            self = .video(try VideoFeed(VideoInput(url, timeout: policy.timeout), policy: policy), name: url.lastPathComponent)
+        case let .camera(device, frameSize, frameRate):
+            guard FileManager.default.fileExists(atPath: device) else {
+                let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? []
+                throw SourceError.cameraNotFound(device: device, available: devices.filter { $0.hasPrefix("video") }.sorted().map { "/dev/" + $0 })
+            }
+            let input = VideoInput(camera: device, frameSize: frameSize, frameRate: frameRate)
+            self = .video(try VideoFeed(input, policy: policy), name: (device as NSString).lastPathComponent)
         case let .stdin(width, height):
             try Image.checkSize(width: width, height: height, source: "stdin")
             self = .raw(FrameReader(fd: STDIN_FILENO, width: width, height: height, source: "stdin"))
@@ -376,35 +400,32 @@ private enum Input: Sendable {
     /// Live sources run at their own pace; they may drop frames rather than wait.
     var isLive: Bool {
         switch self {
-        case let .video(decoder, _): decoder.isStream
-        case .raw, .frames: true
-        case .images: false
+        case let .video(feed, _): feed.input.isLive
+        case .frames: true
+        case .raw, .images: false
         }
     }
 
-    var decoder: VideoDecoder? {
-        if case let .video(decoder, _) = self { decoder } else { nil }
+    var feed: VideoFeed? {
+        if case let .video(feed, _) = self { feed } else { nil }
     }
 
     /// Reads every frame into `queue`, then finishes it with the error the source ended with.
     func produce(into queue: FrameQueue) async {
+        if case let .video(feed, name) = self { return await feed.produce(into: queue, name: name) }
         var index = 0
         do {
             switch self {
-            case let .video(decoder, name):
-                while let image = try await Input.offload({ [index] in try decoder.reader.next(index: index) }) {
-                    guard await queue.put(Frame(index: index, image: image, name: name)) else { return decoder.terminate() }
-                    index += 1
-                }
-                try await Input.offload { [index] in try decoder.finish(frames: index) }
+            case .video:
+                break
             case let .raw(reader):
-                while let image = try await Input.offload({ [index] in try reader.next(index: index, stopped: { queue.isClosed }) }) {
+                while let image = try await offload({ [index] in try reader.next(index: index, stopped: { queue.isClosed }) }) {
                     guard await queue.put(Frame(index: index, image: image, name: nil)) else { return }
                     index += 1
                 }
             case let .images(urls):
                 for url in urls {
-                    let image = try await Input.offload { try Image(contentsOf: url) }
+                    let image = try await offload { try Image(contentsOf: url) }
                     guard await queue.put(Frame(index: index, image: image, name: url.lastPathComponent)) else { return }
                     index += 1
                 }
@@ -417,13 +438,6 @@ private enum Input: Sendable {
             queue.finish(nil)
         } catch {
             queue.finish(error)
-        }
-    }
-
-    /// Runs blocking reads and decoding on a Dispatch thread, not one of the concurrency pool's.
-    private static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
     }
 }

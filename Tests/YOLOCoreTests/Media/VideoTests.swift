@@ -151,8 +151,8 @@ final class VideoTests: XCTestCase {
     }
 
     /// A stream that connects and stays silent (rtsp to a TCP listener that never answers)
-    /// fails to open after `YOLO_STREAM_TIMEOUT` instead of hanging; cancelling the task stops
-    /// the probe at once.
+    /// fails to open after the policy's timeout instead of hanging; cancelling the task stops
+    /// the opening at once.
     func testSilentStreamTimesOutAndCancellationStopsTheProbe() async throws {
         let listener = try SilentPort()
         // Were the timeout ignored, this frees ffprobe after 15 s (a listener shut down resets the
@@ -162,20 +162,16 @@ final class VideoTests: XCTestCase {
         defer { watchdog.cancel() }
         let url = URL(string: "rtsp://127.0.0.1:\(listener.port)/live")!
         let model = try Fixtures.model("yolo26n", imageSize: 64)
-        defer { unsetenv("YOLO_STREAM_TIMEOUT") }
-
-        setenv("YOLO_STREAM_TIMEOUT", "1", 1)
         var started = Date()
-        XCTAssertThrowsError(try YOLOSession(model: model, source: .video(url))) { error in
+        XCTAssertThrowsError(try YOLOSession(model: model, source: .video(url), reconnect: ReconnectPolicy(timeout: 1))) { error in
             guard case let .cannotOpen(source, reason) = error as? SourceError else { return XCTFail("\(error)") }
             XCTAssertEqual(source, url.absoluteString)
-            XCTAssertTrue(reason.hasSuffix("(nothing received within 1 s, YOLO_STREAM_TIMEOUT)"), reason)
+            XCTAssertTrue(reason.hasSuffix("(nothing received within 1 s)"), reason)
         }
         XCTAssertLessThan(Date().timeIntervalSince(started), 10)
 
-        setenv("YOLO_STREAM_TIMEOUT", "20", 1)
         started = Date()
-        let opening = Task.detached { try YOLOSession(model: model, source: .video(url)) }
+        let opening = Task.detached { try YOLOSession(model: model, source: .video(url), reconnect: ReconnectPolicy(timeout: 20)) }
         try await Task.sleep(for: .milliseconds(500))
         opening.cancel()
         do {
@@ -192,7 +188,7 @@ final class VideoTests: XCTestCase {
         setenv("PATH", "/nonexistent", 1)
         defer { setenv("PATH", path, 1) }
         XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .video(try sharedFile("videos/pan.mp4")))) { error in
-            XCTAssertEqual(error as? SourceError, .toolNotFound(tool: "ffprobe", searched: "/nonexistent"))
+            XCTAssertEqual(error as? SourceError, .toolNotFound(tool: "ffmpeg", searched: "/nonexistent"))
             XCTAssertTrue(error.localizedDescription.contains("Debian package ffmpeg"), error.localizedDescription)
         }
     }

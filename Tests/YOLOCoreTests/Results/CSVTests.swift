@@ -9,14 +9,19 @@ final class CSVTests: XCTestCase {
         let bus = try sharedFile("images/bus.jpg").path
         var detect = try await Fixtures.model("yolo26n").predict(bus)
         var rows = detect.csv().split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
-        XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 10)
+        XCTAssertEqual(Results.csvHeader.split(separator: ",").count, 11)
         XCTAssertEqual(rows.count, detect.boxes.count)
         for (row, box) in zip(rows, detect.boxes) {
-            XCTAssertEqual(row.count, 10)
+            XCTAssertEqual(row.count, 11)
             XCTAssertEqual(Array(row[0...3]), ["bus.jpg", "", Substring(String(box.cls)), Substring(box.name)])
             XCTAssertEqual(row[4...8].map { Float($0)! }, [box.conf] + box.xyxy)
             XCTAssertEqual(row[9], "", "untracked")
+            XCTAssertEqual(row[10], "", "a single source")
         }
+        // A list's source index ends the row.
+        detect.source = 1
+        XCTAssertTrue(detect.csv().split(separator: "\n").allSatisfy { $0.hasSuffix(",,1") }, detect.csv())
+        detect.source = nil
         // Text fields with a comma or a quote are quoted, the quote doubled.
         detect.path = "a,\"b\".jpg"
         detect.frame = 7
@@ -29,6 +34,6 @@ final class CSVTests: XCTestCase {
         XCTAssertEqual(rows[0][5...8].map { Float($0)! }, obb.obb[0].xyxy, "the rotated box's enclosing box")
 
         let classify = try await Fixtures.model("yolo26n-cls").predict(bus)
-        XCTAssertEqual(classify.csv(), "bus.jpg,,\(classify.probs!.top1),minibus,\(classify.probs!.top1conf),,,,,\n")
+        XCTAssertEqual(classify.csv(), "bus.jpg,,\(classify.probs!.top1),minibus,\(classify.probs!.top1conf),,,,,,\n")
     }
 }

@@ -72,7 +72,7 @@ final class YOLOSessionTests: XCTestCase {
         let (frames, feed) = AsyncStream.makeStream(of: Image.self)
         for _ in 0..<5 { feed.yield(image) }
         feed.finish()
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames))
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames), dropsStaleFrames: false)
         var indices = [Int]()
         var last: Results?
         for await result in session.results {
@@ -166,14 +166,13 @@ final class YOLOSessionTests: XCTestCase {
         XCTAssertNil(session.error)
     }
 
-    /// A live source faster than inference loses its stale frames, and says how many.
+    /// A live source faster than inference loses its stale frames by default, and says how many.
     func testLiveSourceDropsStaleFrames() async throws {
         let image = try Image(pixels: [UInt8](repeating: 90, count: 64 * 48 * 3), width: 64, height: 48, format: .bgr)
         let (frames, feed) = AsyncStream.makeStream(of: Image.self)
         for _ in 0..<40 { feed.yield(image) }
         feed.finish()
-        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames),
-                                      dropsStaleFrames: true)
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), source: .frames(frames))
         var indices = [Int]()
         for await result in session.results {
             indices.append(result.frame!)
