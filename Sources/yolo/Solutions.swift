@@ -80,10 +80,10 @@ struct Solutions: AsyncParsableCommand {
     @Flag(help: "No progress line: only the summary.")
     var quiet = false
 
-    @Option(help: "Folder for saved runs.")
-    var project = "runs/solutions"
+    @Option(help: "Folder of the runs: runs/solutions by default; an absolute path, or a relative one inside runs/solutions.")
+    var project: String?
 
-    @Option(help: "Run name inside the project folder; exp, exp2, … when taken.")
+    @Option(help: "Run name inside the project folder; exp, exp-2, … when taken, as Ultralytics names them.")
     var name = "exp"
 
     func run() async throws {
@@ -130,7 +130,7 @@ struct Solutions: AsyncParsableCommand {
 
         let json = try (stream ? "-" : saveJSON).map { try JSONStream(OutputFile($0, option: "--save-json")) }
         let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
-        let saveDirectory = save ? try makeRunDirectory(project: project, name: name) : nil
+        let saveDirectory = save ? try makeRunDirectory(project: project, task: "solutions", name: name, existOK: false) : nil
         let log: (String) -> Void = json?.file.isStdout == true
             ? { FileHandle.standardError.write(Data(($0 + "\n").utf8)) } : { print($0) }
         let stem = url.deletingPathExtension().lastPathComponent

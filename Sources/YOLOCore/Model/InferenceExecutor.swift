@@ -42,8 +42,7 @@ package final class InferenceExecutor: Sendable {
         }
         if spawn {
             Thread { [self] in
-                // Named from inside: on Linux a new thread starts with its creator's name.
-                pthread_setname_np(pthread_self(), "yolo-inference")
+                Thread.current.name = "yolo-inference"
                 while true {
                     pending.wait()
                     state.withLock { $0.jobs.removeFirst() }()
