@@ -340,10 +340,10 @@ final class TrackCommandTests: CommandTestCase {
         let bad = try runCommand(executable, ["track", "--model", "yolo26n-cls", "--source", try sharedFile("videos/pan.mp4").path],
                                  in: scratch, environment: ["YOLO_WEIGHTS_DIR": weights.path])
         XCTAssertEqual(bad.status, 1)
-        XCTAssertEqual(bad.stderr, "Error: classify results have no boxes to track; track detect, segment or pose results\n")
+        XCTAssertEqual(bad.stderr, "Error: classify results have no boxes to track; track detect, segment, pose or obb results\n")
         let unknown = try runCommand(executable, ["track", "--tracker", "bytetrak", "--source", "x.mp4"], in: scratch, environment: [:])
         XCTAssertEqual(unknown.status, 1)
         XCTAssertEqual(unknown.stderr, "Error: cannot read tracker configuration bytetrak: no such file; "
-                       + "name bytetrack, botsort or an Ultralytics tracker YAML file\n")
+                       + "name bytetrack, botsort, tracktrack, ocsort, fasttrack, deepocsort, spatial or a tracker YAML file\n")
     }
 }
