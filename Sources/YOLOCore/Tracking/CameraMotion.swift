@@ -24,9 +24,16 @@ struct CameraMotionEstimator: Sendable {
     /// The motion from the previous frame to `image`.
     mutating func estimate(_ image: Image) -> Warp {
         let frame = GrayImage(image).halved()
+        // Too small for a corner away from the border: no motion known.
+        guard frame.width >= 3, frame.height >= 3 else {
+            (previous, previousCorners) = (nil, [])
+            return Warp()
+        }
         let corners = frame.goodFeatures(maxCorners: Self.maxCorners, quality: 0.01)
         defer { (previous, previousCorners) = (frame, corners) }
-        guard let previous, previous.width == frame.width, previous.height == frame.height else { return Warp() }
+        guard let previous, previous.width == frame.width, previous.height == frame.height, !previousCorners.isEmpty else {
+            return Warp()
+        }
         let flow = opticalFlow(from: previous, to: frame, points: previousCorners)
         guard flow.count > 4, var warp = Self.fitSimilarity(flow) else { return Warp() }
         warp.tx *= Double(Self.downscale)

@@ -498,6 +498,21 @@ final class TrackerTests: XCTestCase {
         XCTAssertNil(segment.error)
     }
 
+    /// TrackTrack's camera-motion estimate on frames too small for it, flat frames and frames
+    /// that change size: the identity, and tracking goes on.
+    func testTrackTrackOnOddFrames() throws {
+        var tracker = ObjectTracker(.tracktrack)
+        let box = Box(xyxy: [1, 1, 40, 60], conf: 0.9, cls: 0, name: "person", originalShape: [64, 64])
+        for (width, height, value) in [(1, 1, 0), (5, 4, 9), (64, 64, 128), (64, 64, 128), (48, 32, 7), (64, 64, 0), (64, 64, 255)] {
+            let image = try Image(pixels: [UInt8](repeating: UInt8(value), count: width * height * 3), width: width, height: height,
+                                  format: .rgb)
+            let results = Results(task: .detect, originalShape: [64, 64], inputShape: [1, 3, 64, 64], boxes: [box], image: image)
+            _ = try tracker.update(results)
+        }
+        XCTAssertEqual(tracker.tracks.map(\.state), [.confirmed], "matched in every frame, confirmed after three")
+        XCTAssertEqual(tracker.tracks.first?.box.xyxy.map { $0.rounded() }, box.xyxy, "no camera motion found")
+    }
+
     func testClassifyModelCannotBeTracked() throws {
         let model = try Fixtures.model("yolo26n-cls", imageSize: 64)
         XCTAssertThrowsError(try YOLOSession(model: model, source: .images([sharedFile("images/bus.jpg")]),
