@@ -239,7 +239,9 @@ struct PredictOptions: ParsableArguments {
         if saveCrop, task == .classify {
             throw CommandFailure(message: "--save-crop cuts boxes: classify results have none")
         }
-        let saveDirectory = save || saveTxt || saveCrop || saveFrames
+        // Frames are saved from videos and streams only.
+        let savesFrames = saveFrames && !inputs.allSatisfy(\.isImage)
+        let saveDirectory = save || saveTxt || saveCrop || savesFrames
             ? try runFolder.make(task: task.rawValue, verb: tracker == nil ? "predict" : "track") : nil
         let images = inputs.filter(\.isImage).count
         var run = Run(log: json?.file.isStdout == true ? .standardError : .standardOutput, quiet: quiet,

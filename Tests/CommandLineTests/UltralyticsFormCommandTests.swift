@@ -136,8 +136,11 @@ final class UltralyticsFormCommandTests: CommandTestCase {
     }
 
     /// A video's annotated frames as <stem>_frames/<stem>_<n>.jpg, without the video unless
-    /// --save.
+    /// --save; images have no frames to save.
     func testSaveFrames() throws {
+        let image = try yolo(["predict", "source=" + (try sharedFile("images/bus.jpg").path), "imgsz=64", "save_frames=True"])
+        XCTAssertEqual(image.status, 0, image.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs").path))
         let result = try yolo(["predict", "source=" + (try sharedFile("videos/pan.mp4").path), "vid_stride=50", "imgsz=64", "save_frames=True"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(try contents("runs/detect/predict"), ["pan_frames"])
