@@ -171,7 +171,7 @@ extension Image {
 
 /// A coordinate as a pixel index: truncated toward zero like Python's int(); values this far
 /// out are clipped anyway, and the bound keeps Int(_:) from trapping.
-private func pixel(_ v: Float) -> Int { v.isNaN ? 0 : Int(min(max(v, -1e6), 1e6)) }
+func pixel(_ v: Float) -> Int { v.isNaN ? 0 : Int(min(max(v, -1e6), 1e6)) }
 
 extension Image {
     /// Ultralytics `Annotator.masks` (alpha blending of every mask at once): each pixel becomes

@@ -44,7 +44,7 @@ public struct Heatmap: Sendable {
         }
         for (_, box) in trackedBoxes(results) where box.xyxy.allSatisfy(\.isFinite) {
             // Corners truncated to whole pixels and clipped, as Ultralytics' int() and bounds.
-            let c = box.xyxy.map { Int(min(max($0, -1e6), 1e6)) }
+            let c = box.xyxy.map(pixel)
             let x0 = max(c[0], 0), y0 = max(c[1], 0), x1 = min(c[2], width), y1 = min(c[3], height)
             guard x0 < x1, y0 < y1 else { continue }
             let r = min(x1 - x0, y1 - y0) / 2, cx = (x0 + x1) / 2, cy = (y0 + y1) / 2

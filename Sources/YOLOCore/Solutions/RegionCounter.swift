@@ -53,7 +53,7 @@ public struct RegionCounter: Sendable {
         for (i, (name, region)) in regions.enumerated() {
             canvas.drawRegion(region, color: classColor(i), thickness: 4)
             let centre = region.points.reduce(.zero, +) / Double(region.points.count)
-            canvas.drawLabel("\(name): \(counts.regions[name] ?? 0)", x: Int(centre.x), y: Int(centre.y), lineWidth: 2)
+            canvas.drawLabel("\(name): \(counts.regions[name] ?? 0)", x: pixel(Float(centre.x)), y: pixel(Float(centre.y)), lineWidth: 2)
         }
         return canvas
     }

@@ -157,10 +157,10 @@ func centre(_ box: Box) -> SIMD2<Double> {
     SIMD2(Double((box.xyxy[0] + box.xyxy[2]) / 2), Double((box.xyxy[1] + box.xyxy[3]) / 2))
 }
 
-/// The boxes a solution works on: those with a track ID. A frame without tracks (the tracker
-/// reported raw detections) gives none, as Ultralytics' `extract_tracks` does.
+/// The boxes a solution works on: those with a track ID (and four coordinates). A frame without
+/// tracks (the tracker reported raw detections) gives none, as Ultralytics' `extract_tracks` does.
 func trackedBoxes(_ results: Results) -> [(id: Int, box: Box)] {
-    results.boxes.compactMap { box in box.id.map { ($0, box) } }
+    results.boxes.compactMap { box in box.xyxy.count == 4 ? box.id.map { ($0, box) } : nil }
 }
 
 extension Image {

@@ -82,7 +82,7 @@ public struct SpeedEstimator: Sendable {
         var canvas = try solutionImage(results)
         for (id, box) in trackedBoxes(results) {
             guard let kmh = speeds.speeds[id] else { continue }
-            let c = box.xyxy.map { Int($0) }
+            let c = box.xyxy.map(pixel)
             canvas.strokeRectangle(x0: c[0], y0: c[1], x1: c[2], y1: c[3], thickness: 2, color: classColor(id))
             canvas.drawLabel("\(kmh) km/h", x: c[0], y: c[1], lineWidth: 2)
         }

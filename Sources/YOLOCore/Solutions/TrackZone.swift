@@ -17,7 +17,7 @@ public struct TrackZone: Sendable {
         public var ids = [Int]()
     }
 
-    /// The zone: the convex hull of the region's points, counter-clockwise.
+    /// The zone: the convex hull of the region's points, in order around it.
     public let zone: SolutionRegion
     public private(set) var tracks = Tracks()
 
@@ -25,7 +25,10 @@ public struct TrackZone: Sendable {
     /// - Throws: `SolutionError.invalidRegion` when the hull has no area (a line, or points on one).
     public init(region: SolutionRegion? = nil) throws {
         let points = region?.points ?? [[75, 75], [565, 75], [565, 285], [75, 285]]
-        let hull = convexHull(points.map { SIMD2($0.x.rounded(.towardZero), $0.y.rounded(.towardZero)) })
+        // Whole pixels as int32 makes them; bounded so that pixel arithmetic cannot overflow.
+        let hull = convexHull(points.map { p in
+            SIMD2(min(max(p.x, -1e6), 1e6).rounded(.towardZero), min(max(p.y, -1e6), 1e6).rounded(.towardZero))
+        })
         guard hull.count >= 3 else {
             throw SolutionError.invalidRegion(region?.description ?? "", reason: "the zone needs three points not on one line")
         }
@@ -72,8 +75,7 @@ public struct TrackZone: Sendable {
     }
 }
 
-/// Andrew's monotone chain: the hull's corners counter-clockwise (in y-up terms), collinear points
-/// dropped.
+/// Andrew's monotone chain: the hull's corners in order around it, collinear points dropped.
 private func convexHull(_ points: [SIMD2<Double>]) -> [SIMD2<Double>] {
     let sorted = Array(Set(points.map { [$0.x, $0.y] })).sorted { ($0[0], $0[1]) < ($1[0], $1[1]) }.map { SIMD2($0[0], $0[1]) }
     guard sorted.count >= 3 else { return sorted }
