@@ -44,6 +44,7 @@ enum UltralyticsArguments {
         let verb = verbs.first { $0._commandName == verbName }!
         let names = try ArgumentNames(verb)
         var out = [verbName]
+        var positionals = names.positionals
         if let task, names.options.contains("--task") { out += ["--task", task] }
         while let argument = rest.popFirst() {
             if argument == "--" {
@@ -66,7 +67,11 @@ enum UltralyticsArguments {
                 if names.options.contains(option) {
                     throw ValidationError("'\(argument)' needs a value: \(argument)=…")
                 }
-                throw names.unknown(argument, verb: verbName)
+                // Else the verb's own positional argument, while it takes one.
+                guard positionals > 0 else { throw names.unknown(argument, verb: verbName) }
+                positionals -= 1
+                out.append(argument)
+                continue
             }
             let option = names.long(renamed[key] ?? key)
             if names.flags.contains(option) {
@@ -112,6 +117,8 @@ enum UltralyticsArguments {
 /// from ArgumentParser's JSON description of the command (its `--experimental-dump-help`).
 private struct ArgumentNames {
     var options = Set<String>(), flags = Set<String>()
+    /// How many positional arguments the verb takes (`yolo solutions count`).
+    var positionals = 0
 
     init(_ command: ParsableCommand.Type) throws {
         struct Tool: Decodable {
@@ -122,6 +129,7 @@ private struct ArgumentNames {
         }
         let tool = try JSONDecoder().decode(Tool.self, from: Data(command._dumpHelp().utf8))
         for argument in tool.command.arguments ?? [] {
+            if argument.kind == "positional" { positionals += 1 }
             for name in argument.names ?? [] {
                 let typed = (name.kind == "short" ? "-" : name.kind == "long" ? "--" : "-") + name.name
                 if argument.kind == "option" { options.insert(typed) } else if argument.kind == "flag" { flags.insert(typed) }

@@ -112,10 +112,10 @@ final class LiveSourceCommandTests: CommandTestCase {
                 XCTAssertEqual(a["frame"] as? Int, b["frame"] as? Int)
                 XCTAssertEqual(a["boxes"] as? NSDictionary, b["boxes"] as? NSDictionary, "\(source.lastPathComponent) frame \(b["frame"] ?? "")")
             }
-            let labels = scratch.appendingPathComponent("runs/predict/single\(index)/labels")
+            let labels = scratch.appendingPathComponent("runs/detect/single\(index)/labels")
             for name in try FileManager.default.contentsOfDirectory(atPath: labels.path) {
                 XCTAssertEqual(try String(contentsOf: labels.appendingPathComponent(name), encoding: .utf8),
-                               try String(contentsOf: scratch.appendingPathComponent("runs/predict/list/labels/\(name)"), encoding: .utf8), name)
+                               try String(contentsOf: scratch.appendingPathComponent("runs/detect/list/labels/\(name)"), encoding: .utf8), name)
             }
         }
         // `yolo track`: a tracker per source, so each source's IDs start at 1.

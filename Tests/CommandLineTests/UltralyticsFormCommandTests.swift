@@ -79,7 +79,7 @@ final class UltralyticsFormCommandTests: CommandTestCase {
             (["predict", "source=bus.jpg", "save_txt=yes"], "'save_txt=yes': save_txt is True or False"),
             (["predict", "source=bus.jpg", "conf"], "'conf' needs a value: conf=…"),
             (["val", "data=coco8.yaml", "save_json=True"], "'save_json=True': save_json takes a value here, not True or False (see yolo val --help)"),
-            (["model=yolo26n", "source=bus.jpg"], "give a verb first: predict, track, val, export, dump"),
+            (["model=yolo26n", "source=bus.jpg"], "give a verb first: predict, track, solutions, val, export, dump"),
         ] {
             let result = try yolo(arguments)
             XCTAssertEqual(result.status, 64, "\(arguments)")
