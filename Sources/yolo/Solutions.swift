@@ -35,8 +35,8 @@ struct Solutions: AsyncParsableCommand {
     @Option(help: "Model name, .pt or .safetensors path, or http(s) URL.")
     var model = "yolo26n"
 
-    @Option(help: "bytetrack, botsort or an Ultralytics tracker YAML file.")
-    var tracker = "bytetrack"
+    @Option(help: "A tracker name (tracktrack, Ultralytics' default for solutions; bytetrack, botsort, …) or a tracker YAML file.")
+    var tracker = "tracktrack"
 
     @Option(help: "Minimum confidence, 0…1.")
     var conf: Float = 0.25

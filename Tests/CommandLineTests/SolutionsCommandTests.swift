@@ -15,7 +15,7 @@ final class SolutionsCommandTests: CommandTestCase {
     /// CSV row per counted track, the video of every frame, the totals in the summary.
     func testCountMatchesUltralytics() throws {
         let result = try yolo(["count", "--source", try sharedFile("videos/pan.mp4").path, "--region", "160,90,480,90,480,270,160,270",
-                               "--save-json", "count.json", "--save-csv", "events.csv", "--save", "--quiet"])
+                               "--save-json", "count.json", "--save-csv", "events.csv", "--save", "--quiet", "--tracker", "bytetrack"])
         XCTAssertEqual(result.status, 0, result.stderr)
         struct Frame: Decodable, Equatable {
             struct Directions: Decodable, Equatable { var IN: Int, OUT: Int }
@@ -39,7 +39,7 @@ final class SolutionsCommandTests: CommandTestCase {
     /// (`YOLOSession.frameTransform`), so every frame's track IDs are Ultralytics' `TrackZone`'s.
     func testTrackZoneMatchesUltralytics() throws {
         let result = try yolo(["trackzone", "--source", try sharedFile("videos/pan.mp4").path,
-                               "--region", "160,90,480,90,480,270,160,270", "--stream"])
+                               "--region", "160,90,480,90,480,270,160,270", "--stream", "--tracker", "bytetrack"])
         XCTAssertEqual(result.status, 0, result.stderr)
         struct Frame: Decodable, Equatable { var frame: Int, ids: [Int] }
         struct Reference: Decodable {
