@@ -51,7 +51,7 @@ extension Results {
     /// - Parameters:
     ///   - labels: class names (and track IDs) in the labels; without them a label is the confidence.
     ///   - conf: confidences in the labels; with neither, boxes have no label.
-    ///   - boxes: boxes and rotated boxes at all (masks, keypoints and classes are drawn anyway),
+    ///   - showBoxes: boxes and rotated boxes at all (masks, keypoints and classes are drawn anyway),
     ///     as Ultralytics' `plot(labels:conf:boxes:)`.
     /// - Throws: `YOLOError.invalidImage` when the result holds no image, as results decoded from
     ///   JSON do; `YOLOError.invalidConfiguration` when `lineWidth` is NaN.
