@@ -89,13 +89,3 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         return available / 2
     }()
 }
-
-/// The environment variable `name` read by `parse`, nil when unset or empty; a value `parse`
-/// rejects is a configuration error saying it must be `requirement`.
-func environment<T>(_ name: String, _ requirement: String, _ parse: (String) -> T?) throws -> T? {
-    guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return nil }
-    guard let value = parse(text) else {
-        throw YOLOError.invalidConfiguration(field: name, value: text, reason: "must be \(requirement)")
-    }
-    return value
-}
