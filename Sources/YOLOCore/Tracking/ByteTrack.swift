@@ -247,7 +247,38 @@ struct TrackletRules: Sendable {
 
 /// Ultralytics' `STrack` / `BOTrack` and the OC-SORT and FastTrack tracks: a detection, and
 /// once activated a track.
-struct Tracklet: Sendable {
+/// What a track reports of itself: ByteTrack's tracklets and TrackTrack's tracks alike.
+protocol ReportableTrack {
+    var id: Int { get }
+    var angle: Double? { get }
+    var score: Float { get }
+    var cls: Int { get }
+    var name: String { get }
+    var originalShape: [Int] { get }
+    /// Index of the detection last matched in the input of `update`.
+    var detection: Int { get }
+    var xyxy: SIMD4<Float> { get }
+    var rotated: RotatedBox { get }
+}
+
+extension ReportableTrack {
+    /// The box as reported: axis-aligned boxes clipped to the image as `Results.update` does,
+    /// rotated ones as they are.
+    var reported: ReportedTrack {
+        if let angle {
+            let r = rotated
+            let oriented = OrientedBox(xywhr: [r.cx, r.cy, r.w, r.h, Float(angle)], conf: score, cls: cls, name: name,
+                                       originalShape: originalShape, id: id)
+            return ReportedTrack(box: Box(xyxy: oriented.xyxy, conf: score, cls: cls, name: name, originalShape: originalShape, id: id),
+                                 orientedBox: oriented, index: detection)
+        }
+        let b = clipped(xyxy, to: originalShape)
+        return ReportedTrack(box: Box(xyxy: [b[0], b[1], b[2], b[3]], conf: score, cls: cls, name: name,
+                                      originalShape: originalShape, id: id), orientedBox: nil, index: detection)
+    }
+}
+
+struct Tracklet: Sendable, ReportableTrack {
     enum Phase { case new, tracked, lost, removed }
 
     var id = 0
@@ -314,21 +345,6 @@ struct Tracklet: Sendable {
         let b = xyxyDouble.map { SIMD4<Float>(SIMD4(($0[0] + $0[2]) / 2, ($0[1] + $0[3]) / 2, $0[2] - $0[0], $0[3] - $0[1])) }
             ?? SIMD4(tlwh[0] + tlwh[2] / 2, tlwh[1] + tlwh[3] / 2, tlwh[2], tlwh[3])
         return RotatedBox(cx: b[0], cy: b[1], w: b[2], h: b[3], angle: Float(angle ?? 0))
-    }
-
-    /// The box as reported: axis-aligned boxes clipped to the image as `Results.update` does,
-    /// rotated ones as they are.
-    var reported: ReportedTrack {
-        if let angle {
-            let r = rotated
-            let oriented = OrientedBox(xywhr: [r.cx, r.cy, r.w, r.h, Float(angle)], conf: score, cls: cls, name: name,
-                                       originalShape: originalShape, id: id)
-            return ReportedTrack(box: Box(xyxy: oriented.xyxy, conf: score, cls: cls, name: name, originalShape: originalShape, id: id),
-                                 orientedBox: oriented, index: detection)
-        }
-        let b = clipped(xyxy, to: originalShape)
-        return ReportedTrack(box: Box(xyxy: [b[0], b[1], b[2], b[3]], conf: score, cls: cls, name: name,
-                                      originalShape: originalShape, id: id), orientedBox: nil, index: detection)
     }
 
     /// Lost tracks keep their position but stop growing (xyah) or changing size (xywh).

@@ -278,7 +278,7 @@ struct TrackTrack: TrackingEngine {
 
 /// Ultralytics' `TTSTrack`: a detection, and once activated a track with a full-covariance
 /// xywh Kalman state (warped by camera motion), its previous confidence and corner motion.
-private struct Track3: Sendable {
+private struct Track3: Sendable, ReportableTrack {
     enum Phase { case new, tracked, lost, removed }
 
     var id = 0
@@ -317,19 +317,6 @@ private struct Track3: Sendable {
         let b = xyxyDouble
         return RotatedBox(cx: Float((b[0] + b[2]) / 2), cy: Float((b[1] + b[3]) / 2), w: Float(b[2] - b[0]), h: Float(b[3] - b[1]),
                           angle: Float(angle ?? 0))
-    }
-
-    var reported: ReportedTrack {
-        if let angle {
-            let r = rotated
-            let oriented = OrientedBox(xywhr: [r.cx, r.cy, r.w, r.h, Float(angle)], conf: score, cls: cls, name: name,
-                                       originalShape: originalShape, id: id)
-            return ReportedTrack(box: Box(xyxy: oriented.xyxy, conf: score, cls: cls, name: name, originalShape: originalShape, id: id),
-                                 orientedBox: oriented, index: detection)
-        }
-        let b = clipped(xyxy, to: originalShape)
-        return ReportedTrack(box: Box(xyxy: [b[0], b[1], b[2], b[3]], conf: score, cls: cls, name: name, originalShape: originalShape, id: id),
-                             orientedBox: nil, index: detection)
     }
 
     private var measurement: SIMD4<Double> {
