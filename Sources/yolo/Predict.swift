@@ -51,8 +51,10 @@ struct PredictOptions: ParsableArguments {
         "An image or video file, a folder, a glob pattern such as 'images/*.jpg', a stream URL, a camera (0 or /dev/video0), a .streams list, or - for raw frames.",
         discussion: """
         Videos are files with Ultralytics' video extensions (mp4, mkv, avi, mov, webm, gif, …) and URLs \
-        such as rtsp://, http://, decoded by ffmpeg. Live sources (rtsp, rtmp, tcp, udp, srt URLs, http(s) \
-        URLs without a media extension, cameras) deliver their newest frame and are reconnected when lost. \
+        such as rtsp://, http://, decoded by ffmpeg. An http(s) URL of an image (its extension, or its \
+        Content-Type when it has no media extension) is downloaded and predicted as an image. Live sources \
+        (rtsp, rtmp, tcp, udp, srt URLs, other http(s) URLs without a media extension, cameras) deliver their \
+        newest frame and are reconnected when lost. \
         A .streams file lists sources, one a line, run side by side. - reads raw BGR24 frames of --frame-size from stdin.
         """))
     var source: String
@@ -139,9 +141,11 @@ struct PredictOptions: ParsableArguments {
     @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
     var quiet = false
 
+
     @OptionGroup var runFolder: RunFolderOptions
 
-    /// What `--source` names, one item of the run: an image, or frames named `name` in messages.
+    /// What `--source` names, one item of the run: an image (a file or an http(s) URL), or frames
+    /// named `name` in messages.
     private enum Input {
         case image(URL)
         /// One source, or a `.streams` list's, run side by side.
@@ -213,11 +217,15 @@ struct PredictOptions: ParsableArguments {
             }
             try json?.close()
             try csv?.flush()
+            // A lone input that failed before any result has its error alone; one that failed
+            // later (a stream lost for good) has the summary of what it gave first.
+            if inputs.count > 1 || run.failures.isEmpty || run.done > 0 {
+                run.summary()
+                if let saveJSON, saveJSON != "-" { run.log.print("Results saved to \(saveJSON)") }
+                if let saveCSV { run.log.print("Results saved to \(saveCSV)") }
+                if let directory = run.saveDirectory { run.log.print("Results saved to \(directory.path)") }
+            }
             if inputs.count == 1, let failure = run.failures.first { throw CommandFailure(message: failure) }
-            run.summary()
-            if let saveJSON, saveJSON != "-" { run.log.print("Results saved to \(saveJSON)") }
-            if let saveCSV { run.log.print("Results saved to \(saveCSV)") }
-            if let directory = run.saveDirectory { run.log.print("Results saved to \(directory.path)") }
             guard run.failures.isEmpty else {
                 throw CommandFailure(message: "\(run.failures.count) of the \(inputs.count) inputs failed (see the warnings above)")
             }
@@ -263,13 +271,17 @@ struct PredictOptions: ParsableArguments {
             do {
                 switch input {
                 case let .image(url):
-                    var result = try await yolo.predict(url.path, task: requested)
+                    let name = url.isFileURL ? url.path : url.absoluteString
+                    var result = try await yolo.predict(name, task: requested)
                     if imageTracker != nil { result = try imageTracker!.update(result) }
                     run.count(result)
-                    run.say("\(label) \(url.path): \(result.inputShape[2])x\(result.inputShape[3]) "
+                    run.say("\(label) \(name): \(result.inputShape[2])x\(result.inputShape[3]) "
                             + result.summary + String(format: "%.1fms", result.speed.inference))
-                    try write(result, url.deletingPathExtension().lastPathComponent)
-                    if save, let saveDirectory { try annotate(result).write(to: saveDirectory.appendingPathComponent(url.lastPathComponent)) }
+                    let stem = url.deletingPathExtension().lastPathComponent
+                    try write(result, stem)
+                    // An image served at a URL without extension is saved as JPEG.
+                    let saved = url.pathExtension.isEmpty ? stem + ".jpg" : url.lastPathComponent
+                    if save, let saveDirectory { try annotate(result).write(to: saveDirectory.appendingPathComponent(saved)) }
                 case let .frames(sources):
                     try await predictFrames(of: sources, label: label, yolo: yolo, task: requested, tracker: tracker,
                                             run: &run, saveDirectory: saveDirectory, write: write)
@@ -381,8 +393,8 @@ struct PredictOptions: ParsableArguments {
         }
     }
 
-    /// `--source` as the items of the run: stdin, a camera, a `.streams` list, a stream URL, or
-    /// files (a file, or a folder's or a pattern's images and videos in natural order,
+    /// `--source` as the items of the run: stdin, a camera, a `.streams` list, an image or stream
+    /// URL (`Image.isServed(at:)`), or files (a file, or a folder's or a pattern's images and videos in natural order,
     /// `MediaFiles`). Files with Ultralytics' image extensions that are not JPEG or PNG are items
     /// too, reported as skipped.
     private func inputs() throws -> [Input] {
@@ -423,7 +435,7 @@ struct PredictOptions: ParsableArguments {
             })]
         }
         if source.contains("://"), let url = URL(string: source), url.scheme != nil, !url.isFileURL {
-            return [.frames([(.video(url), name: source)])]
+            return [Image.isServed(at: url) ? .image(url) : .frames([(.video(url), name: source)])]
         }
         let url = URL(fileURLWithPath: source)
         let files = try MediaFiles.expand(url, keeping: MediaFiles.imageExtensions.union(MediaFiles.videoExtensions),

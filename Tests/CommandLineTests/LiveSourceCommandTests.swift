@@ -50,6 +50,7 @@ final class LiveSourceCommandTests: CommandTestCase {
         XCTAssertTrue(result.stderr.contains("Error: \(broadcast.url.absoluteString) stopped after \(frames.count) frames: "
                                              + "\(broadcast.url.absoluteString) was lost and 5 attempts to reconnect failed; the last: "), result.stderr)
         XCTAssertLessThan(exited.timeIntervalSince(ended), 15)
+        XCTAssertTrue(result.stdout.contains("1 video (\(frames.count) frames, "), "the summary of what was predicted: \(result.stdout)")
         print("cut reconnected, \(frames.count) frames; the run ended \(String(format: "%.1f", exited.timeIntervalSince(ended))) s after the broadcast")
     }
 
@@ -76,6 +77,48 @@ final class LiveSourceCommandTests: CommandTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(try frames("all.json")[nil], Array(0..<150))
         print("4× real time: \(kept.count) of 150 frames predicted fresh, all 150 with --stream-buffer")
+    }
+
+    /// An http URL serving an image is predicted as an image, as Ultralytics decides: by its
+    /// extension, or by its Content-Type when its path has none (a camera's snapshot URL); the
+    /// results are the file's, and the annotated image is saved as JPEG.
+    func testImageURLsArePredictedAsImages() throws {
+        let bus = try sharedFile("images/bus.jpg")
+        let script = """
+            import sys
+            from http.server import BaseHTTPRequestHandler, HTTPServer
+            body = open(sys.argv[2], "rb").read()
+            class Snapshot(BaseHTTPRequestHandler):
+                def do_GET(self):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/jpeg")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args): pass
+            HTTPServer(("127.0.0.1", int(sys.argv[1])), Snapshot).serve_forever()
+            """
+        let (server, port) = try startPythonServer { ["-c", script, String($0), bus.path] }
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        func records(_ file: String) throws -> [[String: Any]] {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent(file))) as? [[String: Any]])
+        }
+        var result = try yolo(["predict", "--source", bus.path, "--save-json", "file.json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let expected = try XCTUnwrap(try records("file.json").first)
+        for (path, saved) in [("snapshot", "snapshot.jpg"), ("images/bus.jpg", "bus.jpg")] {
+            result = try yolo(["predict", "--source", "http://127.0.0.1:\(port)/\(path)", "--save-json", "url.json", "--save", "--exist-ok"])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertTrue(result.stdout.contains("1 image, 0 failed"), result.stdout)
+            var record = try XCTUnwrap(try records("url.json").first)
+            XCTAssertEqual(record["image"] as? String, URL(fileURLWithPath: path).lastPathComponent)
+            (record["image"], record["speed_ms"]) = (expected["image"], expected["speed_ms"])
+            XCTAssertEqual(NSDictionary(dictionary: record), NSDictionary(dictionary: expected))
+            XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("runs/detect/predict/\(saved)").path))
+        }
     }
 
     /// A camera that is not there is a clear error; camera hints need a camera.

@@ -5,7 +5,8 @@ import Synchronization
 /// network cameras serve them. One viewer at a time gets the stream from where the broadcast is,
 /// paced at `speed` × real time; the broadcast waits while nobody watches. `cut(at:for:)` drops
 /// the viewer at a point and answers 503 for a while; at its last byte the broadcast ends for
-/// good (503 from then on). `close()` stops the server.
+/// good (503 from then on). A viewer gets the body 100 ms after the headers, unless it hung up
+/// by then. `close()` stops the server.
 public final class Broadcast: Sendable {
     public let url: URL
     private let listener: Int32
@@ -91,6 +92,10 @@ public final class Broadcast: Sendable {
             return
         }
         guard send(viewer, Array("HTTP/1.1 200 OK\r\nContent-Type: video/mp2t\r\nConnection: close\r\n\r\n".utf8)) else { return }
+        // A client that hangs up at the headers (asking what the URL serves) takes no byte
+        // (POLLRDHUP, 0x2000, which Glibc's module does not export).
+        var hangUp = pollfd(fd: viewer, events: 0x2000, revents: 0)
+        if poll(&hangUp, 1, 100) > 0 { return }
         let start = Date(), from = state.withLock { $0.position }
         while !state.withLock({ $0.closed }) {
             let (position, cut) = state.withLock { ($0.position, $0.cut) }

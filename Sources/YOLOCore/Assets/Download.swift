@@ -148,7 +148,7 @@ enum ModelCache {
 /// links it), it and the thirty TLS, HTTP and Kerberos libraries it needs would be mapped into every
 /// process using YOLOCore, downloading or not (docs/PERFORMANCE.md, peak memory).
 /// libcurl 4 is a dependency of Swift's Linux toolchain, so it is there wherever Swift runs.
-private enum Curl {
+enum Curl {
     private typealias Handle = OpaquePointer
     /// CURLOPT_WRITEFUNCTION's type: (bytes, 1, count, CURLOPT_WRITEDATA) -> bytes taken, fewer aborting.
     private typealias Writer = @convention(c) (UnsafeMutableRawPointer?, Int, Int, UnsafeMutableRawPointer?) -> Int
@@ -294,6 +294,56 @@ private enum Curl {
         guard fflush(file) == 0 else {
             throw YOLOError.downloadFailed(url: url, reason: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// The headers of a GET's final response (after redirects), gathered line by line: the
+    /// transfer is abandoned at their end, before any body, so an endless stream costs nothing.
+    private struct Headers {
+        var contentType: String?
+        var isRedirect = false
+        var ended = false
+
+        mutating func read(_ bytes: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+            guard let bytes else { return 0 }
+            let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.hasPrefix("HTTP/") {
+                contentType = nil
+                isRedirect = line.split(separator: " ").dropFirst().first?.hasPrefix("3") ?? false
+            } else if line.lowercased().hasPrefix("content-type:") {
+                contentType = String(line.dropFirst("content-type:".count)).trimmingCharacters(in: .whitespaces)
+            } else if line.isEmpty, !isRedirect {
+                ended = true
+                return 0
+            }
+            return count
+        }
+    }
+
+    /// The Content-Type of a GET of `url` (http and https, at most 10 redirects), nil when there is
+    /// none or the headers do not arrive within `timeout` seconds.
+    static func contentType(_ url: String, timeout: Double) -> String? {
+        guard case .success(let curl) = library, let handle = curl.initialize() else { return nil }
+        defer { curl.cleanup(handle) }
+        var headers = Headers()
+        withUnsafeMutablePointer(to: &headers) { headers in
+            // CURLOPT_URL, CURLOPT_HEADERFUNCTION and CURLOPT_HEADERDATA, CURLOPT_FOLLOWLOCATION,
+            // CURLOPT_MAXREDIRS, CURLOPT_PROTOCOLS, CURLOPT_REDIR_PROTOCOLS, CURLOPT_NOSIGNAL,
+            // CURLOPT_TIMEOUT_MS; the abandoned transfer's error is expected.
+            _ = curl.setString(handle, 10002, url)
+            _ = curl.setWriter(handle, 20079) { bytes, size, count, headers in
+                headers?.assumingMemoryBound(to: Headers.self).pointee.read(bytes, size * count) ?? 0
+            }
+            _ = curl.setPointer(handle, 10029, UnsafeMutableRawPointer(headers))
+            _ = curl.setLong(handle, 52, 1)
+            _ = curl.setLong(handle, 68, 10)
+            _ = curl.setLong(handle, 181, 3)
+            _ = curl.setLong(handle, 182, 3)
+            _ = curl.setLong(handle, 99, 1)
+            _ = curl.setLong(handle, 155, Int((timeout * 1000).rounded(.up)))
+            _ = curl.perform(handle)
+        }
+        return headers.ended ? headers.contentType : nil
     }
 }
 

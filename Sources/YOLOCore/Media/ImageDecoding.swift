@@ -22,6 +22,27 @@ extension Image {
         try self.init(decoding: data, maxPixels: maxPixels, source: url.path)
     }
 
+    /// Downloads the JPEG or PNG at an http(s) URL into a temporary file and decodes it; blocks
+    /// the thread. The download fails after 30 s without a byte or past `maxPixels` · 4 bytes
+    /// (more than a JPEG or PNG of that many pixels takes).
+    package init(downloading url: URL, maxPixels: Int) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Curl.download(url.absoluteString, to: file.path, timeout: 30, limit: maxPixels * 4)
+        try self.init(decoding: try Data(contentsOf: file), maxPixels: maxPixels, source: url.absoluteString)
+    }
+
+    /// Whether an http(s) URL serves an image, as Ultralytics' `check_source` decides: its path
+    /// has an image extension, or no image or video extension and a GET answers with an
+    /// `image/…` Content-Type within 3 s. Anything else at such a URL is a stream or a video.
+    package static func isServed(at url: URL) -> Bool {
+        guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else { return false }
+        let suffix = url.pathExtension.lowercased()
+        if MediaFiles.imageExtensions.contains(suffix) { return true }
+        if MediaFiles.videoExtensions.contains(suffix) { return false }
+        return Curl.contentType(url.absoluteString, timeout: 3)?.lowercased().hasPrefix("image/") ?? false
+    }
+
     /// Decodes a JPEG or PNG held in memory; see `init(contentsOf:maxPixels:)` for `maxPixels`.
     public init(data: Data, maxPixels: Int = Image.defaultMaxPixels) throws {
         try self.init(decoding: data, maxPixels: maxPixels, source: "<data>")

@@ -73,10 +73,10 @@ public final class YOLO: Sendable {
         settings = Mutex(configuration)
     }
 
-    /// Runs the model on an image file (JPEG or PNG).
+    /// Runs the model on an image file (JPEG or PNG), or one at an http(s) URL (downloaded first).
     ///
     /// - Parameters:
-    ///   - path: the image file; its name becomes `Results.path`.
+    ///   - path: the image file or URL; its last path component becomes `Results.path`.
     ///   - task: the task the caller expects; `nil` runs the model's own task. Asking for another
     ///     task throws `YOLOError.taskMismatch`, except `.detect` from a segment or pose model,
     ///     which gives its boxes alone (no mask or keypoint post-processing).
@@ -88,10 +88,21 @@ public final class YOLO: Sendable {
     /// next layer and throws `CancellationError`.
     public func predict(_ path: String, task: YOLOTask? = nil) async throws -> Results {
         let config = configuration
+        let remote = URL(string: path).flatMap { ["http", "https"].contains($0.scheme?.lowercased() ?? "") ? $0 : nil }
+        // libcurl blocks: a download runs on a Dispatch thread, not an inference or a cooperative one.
+        let downloaded: Image? = if let remote {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Image, Error>) in
+                DispatchQueue.global().async {
+                    done.resume(with: Result { try Image(downloading: remote, maxPixels: config.maxImagePixels) })
+                }
+            }
+        } else {
+            nil
+        }
         return try await InferenceExecutor.shared.run { cancellation in
-            let image = try Image(contentsOf: URL(fileURLWithPath: path), maxPixels: config.maxImagePixels)
+            let image = try downloaded ?? Image(contentsOf: URL(fileURLWithPath: path), maxPixels: config.maxImagePixels)
             var result = try self(image, task: task, configuration: config, cancellation: cancellation)
-            result.path = URL(fileURLWithPath: path).lastPathComponent
+            result.path = (remote ?? URL(fileURLWithPath: path)).lastPathComponent
             return result
         }
     }

@@ -18,7 +18,7 @@ final class DownloadTests: XCTestCase {
         try FileManager.default.createDirectory(at: root.appendingPathComponent("cache"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: try weightsFile("yolo26n"), to: root.appendingPathComponent("www/yolo26n-served.safetensors"))
         store = ModelStore(searchDirectories: [], cacheDirectory: root.appendingPathComponent("cache"))
-        (server, port) = try startServer { ["-m", "http.server", String($0), "--bind", "127.0.0.1",
+        (server, port) = try startPythonServer { ["-m", "http.server", String($0), "--bind", "127.0.0.1",
                                             "--directory", self.root.appendingPathComponent("www").path] }
     }
 
@@ -28,31 +28,6 @@ final class DownloadTests: XCTestCase {
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: root)
-    }
-
-    /// Runs `python3 arguments(port)` on a port the kernel has just handed out and waits (at most
-    /// 10 s) until it accepts connections (a TCP connect: Foundation reads http URLs only with
-    /// FoundationNetworking, which YOLOCore does not link). A server that exits instead (another
-    /// process took the port meanwhile) is started again on a new port, up to 5 times.
-    private func startServer(_ arguments: (Int) -> [String]) throws -> (Process, Int) {
-        for _ in 0..<5 {
-            let port = Int(try SilentPort(closed: true).port)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3"] + arguments(port)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var tries = 0
-            while !listening(port), process.isRunning, tries < 100 {
-                usleep(100_000)
-                tries += 1
-            }
-            if listening(port) { return (process, port) }
-            process.terminate()
-            process.waitUntilExit()
-        }
-        throw NSError(domain: "DownloadTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "the test HTTP server did not start"])
     }
 
     /// Starts a server misbehaving by the first component of the path: `stall` sends the headers
@@ -85,7 +60,7 @@ final class DownloadTests: XCTestCase {
             ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hostile).serve_forever()
             """
         let port: Int
-        (hostileServer, port) = try startServer { ["-c", script, String($0)] }
+        (hostileServer, port) = try startPythonServer { ["-c", script, String($0)] }
         return port
     }
 
@@ -102,19 +77,6 @@ final class DownloadTests: XCTestCase {
         let file = root.appendingPathComponent("www/" + path)
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: file)
-    }
-
-    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    private func listening(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 
     /// yolo26n.safetensors records the SHA-256 of the checkpoint it was converted from.
