@@ -141,6 +141,10 @@ struct PredictOptions: ParsableArguments {
     @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
     var quiet = false
 
+    @Option(help: ArgumentHelp(
+        "Predict shard I of N (0 ≤ I < N): every N-th input of the sorted list from offset I.",
+        discussion: "N machines (a Kubernetes Indexed Job's JOB_COMPLETION_INDEX, a Slurm array) share one folder, each writing its own --save-json."))
+    var shard: Shard?
 
     @OptionGroup var runFolder: RunFolderOptions
 
@@ -198,7 +202,8 @@ struct PredictOptions: ParsableArguments {
             if stream, let saveJSON, saveJSON != "-" {
                 throw CommandFailure(message: "--stream writes JSON to stdout: drop --save-json \(saveJSON) or --stream")
             }
-            let inputs = try self.inputs()
+            let inputs = try shard.map { shard in try self.inputs().enumerated().filter { $0.offset % shard.count == shard.index }.map(\.element) }
+                ?? self.inputs()
             // Output files open first: a path that cannot be written fails before any inference.
             let json = try (stream ? "-" : saveJSON).map { try JSONStream(OutputFile($0, option: "--save-json")) }
             let csv = try saveCSV.map { try OutputFile($0, option: "--save-csv") }
@@ -718,6 +723,17 @@ private struct Progress {
     mutating func end() {
         if shown { FileHandle.standardError.write(Data("\n".utf8)) }
         shown = false
+    }
+}
+
+/// `--shard I/N`: the inputs whose place in the list is I modulo N.
+struct Shard: ExpressibleByArgument {
+    let index: Int, count: Int
+
+    init?(argument: String) {
+        let parts = argument.split(separator: "/", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let index = parts[0], let count = parts[1], count > 0, (0..<count).contains(index) else { return nil }
+        (self.index, self.count) = (index, count)
     }
 }
 

@@ -62,6 +62,29 @@ final class PredictCommandTests: CommandTestCase {
         }
     }
 
+    /// `--shard I/N` over a folder: every input exactly once over the N shards, each shard every
+    /// N-th input of the natural order from offset I; an index outside 0..<N is a usage error.
+    func testShardsTakeEveryInputOnce() throws {
+        let folder = scratch.appendingPathComponent("many")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let names = (1...7).map { "img\($0).jpg" }
+        for name in names { try FileManager.default.copyItem(at: try sharedFile("images/bus.jpg"), to: folder.appendingPathComponent(name)) }
+        var seen = [String]()
+        for index in 0..<3 {
+            let result = try yolo(["predict", "--imgsz", "64", "--source", folder.path, "--shard", "\(index)/3", "--save-json", "\(index).json"])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let shard = try json("\(index).json").compactMap { $0["image"] as? String }
+            XCTAssertEqual(shard, stride(from: index, to: names.count, by: 3).map { names[$0] })
+            seen += shard
+        }
+        XCTAssertEqual(seen.sorted(), names.sorted())
+        for bad in ["3/3", "-1/3", "1/0", "1"] {
+            let result = try yolo(["predict", "--source", folder.path, "--shard", bad])
+            XCTAssertNotEqual(result.status, 0, bad)
+            XCTAssertTrue(result.stderr.contains("--shard"), result.stderr)
+        }
+    }
+
     /// Label lines of `labels/<stem>.txt` in run folder `runs/<run>`, split into fields.
     private func labels(_ run: String, _ stem: String) throws -> [[Substring]] {
         try String(contentsOf: scratch.appendingPathComponent("runs/\(run)/labels/\(stem).txt"), encoding: .utf8)
