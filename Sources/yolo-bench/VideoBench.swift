@@ -98,7 +98,10 @@ struct VideoBench: AsyncParsableCommand {
     }
 
     /// `sources` sessions at once, each at cores / `sources` threads: frames/s over all against
-    /// cores / the one-thread latency of a prediction, the rate of perfect scaling.
+    /// cores / the one-thread latency of a prediction, the rate of perfect scaling. The steady
+    /// rate counts the results while every session runs (after each one's first result, before
+    /// any one's last): opening the sources (ffprobe, the first decoded frame) and the tail where
+    /// the first to finish leaves a core idle are left out; the whole run's rate is shown too.
     private func sideBySide(_ yolo: YOLO, url: URL, first: Image) async throws {
         let configured = yolo.configuration
         yolo.configuration.threads = 1
@@ -116,14 +119,24 @@ struct VideoBench: AsyncParsableCommand {
         let sessions = try (0..<sources).map { _ in try YOLOSession(model: yolo, source: .video(url)) }
         for session in sessions { session.configuration = shared }
         let start = DispatchTime.now().uptimeNanoseconds
-        let frames = await withTaskGroup(of: Int.self) { group in
-            for session in sessions { group.addTask { await session.results.reduce(0) { n, _ in n + 1 } } }
-            return await group.reduce(0, +)
+        // Each session's result times, in ns.
+        let times = await withTaskGroup(of: [UInt64].self) { group in
+            for session in sessions {
+                group.addTask { await session.results.reduce(into: []) { times, _ in times.append(DispatchTime.now().uptimeNanoseconds) } }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
         }
         let seconds = milliseconds(since: start) / 1e3
         for session in sessions { if let error = session.error { throw error } }
-        let rate = Double(frames) / seconds, ideal = Double(cores) * 1000 / latency
-        print(String(format: "%d sessions side by side: %d frames in %.2f s: %.1f frames/s; one-thread prediction median %.2f ms, "
-                     + "%d cores: %.1f frames/s ideal; ratio %.3f", sources, frames, seconds, rate, latency, cores, ideal, rate / ideal))
+        let frames = times.map(\.count).reduce(0, +)
+        guard let from = times.compactMap(\.first).max(), let to = times.compactMap(\.last).min(), to > from else {
+            throw ValidationError("the sources gave too few frames to measure a steady rate")
+        }
+        let steady = Double(times.map { $0.filter { $0 > from && $0 <= to }.count }.reduce(0, +)) / (Double(to - from) / 1e9)
+        let ideal = Double(cores) * 1000 / latency
+        print(String(format: "%d sessions side by side: %d frames in %.2f s: %.1f frames/s (whole run, ratio %.3f); "
+                     + "while all run: %.1f frames/s; one-thread prediction median %.2f ms, %d cores: %.1f frames/s ideal; "
+                     + "ratio %.3f", sources, frames, seconds, Double(frames) / seconds, Double(frames) / seconds / ideal,
+                     steady, latency, cores, ideal, steady / ideal))
     }
 }
