@@ -78,7 +78,7 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
 
         let csv = try String(contentsOf: scratch.appendingPathComponent("out.csv"), encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id,source")
+        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id,source,time")
         XCTAssertEqual(csv.count, boxes + 1)
         XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
         XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 11 })
