@@ -283,7 +283,8 @@ public final class YOLO: Sendable {
     }
 
     /// The head's rows that pass the confidence, class filter and (legacy models) NMS, with the
-    /// task's extra values, after checking the output has the shape the task implies.
+    /// task's extra values, after checking the output has the shape the task implies. Cross-class
+    /// priority suppression runs last, on the final boxes: of two classes overlapping, the lower priority goes.
     /// `multiLabel`: NMS keeps every class above the confidence per anchor (validation).
     func detections(_ head: HeadOutput, _ config: YOLOConfiguration, multiLabel: Bool = false) throws -> [RawDetection] {
         let output = head.output, nc = model.network.classCount
