@@ -60,11 +60,14 @@ public final class YOLO: Sendable {
     /// Loads a model from a `.safetensors` or `.pt` file. A CPU without the instruction-set features the
     /// build targets is refused here, with an error naming them, before any kernel runs; a build
     /// without AVX2 and FMA prints `CPU.slowBuildWarning` to stderr, once per process.
-    /// `precision` is fixed here: int8 weights are quantized as they load.
     ///
-    /// - Parameter task: the task the model must serve, checked as the weights are read: a model that
-    ///   cannot serve it (see `predict(_:task:)`) throws `YOLOError.taskMismatch` here. Predictions
-    ///   that ask for no task then run this one. `nil` serves the model's own task.
+    /// - Parameters:
+    ///   - url: the weight file.
+    ///   - task: the task the model must serve, checked as the weights are read: a model that
+    ///     cannot serve it (see `predict(_:task:)`) throws `YOLOError.taskMismatch` here. Predictions
+    ///     that ask for no task then run this one. `nil` serves the model's own task.
+    ///   - configuration: the settings predictions start with (`configuration`).
+    ///   - precision: fixed here: int8 weights are quantized as they load.
     public init(contentsOf url: URL, task: YOLOTask? = nil, configuration: YOLOConfiguration = YOLOConfiguration(),
                 precision: YOLOPrecision = .fp32) throws {
         try CPU.checkTargetFeatures()
