@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// A model running over a sequence of frames: a video file or stream, image files, raw frames on
-/// stdin or any producer of `Image`s. Results arrive in frame order on `results`; the settings and
-/// even the model can change while it runs, from the next frame on.
+/// stdin or any producer of `Image`s. Results arrive in frame order on `results`; the settings,
+/// the model and the source itself (`source`) can change while it runs, from the next frame on.
 ///
 /// ```swift
 /// let session = try YOLOSession(model: model, source: .video(URL(fileURLWithPath: "pan.mp4")))
