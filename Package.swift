@@ -45,5 +45,6 @@ let package = Package(
         .testTarget(name: "YOLONetTests", dependencies: ["YOLONet", "AllocationCounter", "TestSupport"]),
         .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore", "YOLONet", "TestSupport"]),
         .testTarget(name: "CommandLineTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "PlanExamplesTests", dependencies: ["YOLOCore"]),
     ]
 )

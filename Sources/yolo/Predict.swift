@@ -135,8 +135,11 @@ struct PredictOptions: ParsableArguments {
     @Flag(help: "Write results as JSON lines on stdout as they finish (as --save-json -); messages go to stderr.")
     var stream = false
 
-    @Option(name: .customLong("save-csv"), help: "Write one CSV row per detection to this file: image, frame, class, name, conf, x1, y1, x2, y2, id.")
+    @Option(name: .customLong("save-csv"), help: "Write one CSV row per detection to this file: image, frame, class, name, conf, x1, y1, x2, y2 (or x, y, w, h), id, source, time (seconds into a video, ISO 8601 for a live source).")
     var saveCSV: String?
+
+    @Option(name: .customLong("csv-boxes"), help: "Boxes in --save-csv rows: xyxy (corners) or xywh (centre and size).")
+    var csvBoxes: CSVBoxFormat = .xyxy
 
     @Flag(help: "No line per image or frame and no progress line: only warnings and the summary.")
     var quiet = false
@@ -175,8 +178,8 @@ struct PredictOptions: ParsableArguments {
     private func predict(tracker: TrackerConfiguration?) async throws {
         do {
             var config = YOLOConfiguration()
-            config.confidence = conf ?? (tracker == nil ? 0.25 : 0.1)
-            config.iou = iou
+            config.confidenceThreshold = conf ?? (tracker == nil ? 0.25 : 0.1)
+            config.iouThreshold = iou
             config.maxDetections = maxDet
             if let sides = imgsz?.sides {
                 if sides.count == 1 { config.imageSize = sides[0] } else { config.imageShape = sides }
@@ -212,7 +215,7 @@ struct PredictOptions: ParsableArguments {
             }
             let run: Run
             do {
-                try csv?.write(Results.csvHeader + "\n")
+                try csv?.write(Results.csvHeader(boxes: csvBoxes) + "\n")
                 run = try await predict(inputs, config: config, task: requested, tracker: tracker, json: json, csv: csv)
             } catch {
                 // Whatever ended the run, the JSON array is closed and the CSV has whole rows.
@@ -264,7 +267,7 @@ struct PredictOptions: ParsableArguments {
         // Each result is written as it completes and dropped: memory stays that of one frame.
         let write = { (result: Results, labelStem: String) throws in
             try json?.append(result)
-            try csv?.write(result.csv())
+            try csv?.write(result.csv(boxes: csvBoxes))
             try csv?.flush()
             if saveTxt, let saveDirectory { try writeLabels(result, named: labelStem, in: saveDirectory) }
             if saveCrop, let saveDirectory { try writeCrops(result, named: labelStem, in: saveDirectory) }
@@ -418,7 +421,7 @@ struct PredictOptions: ParsableArguments {
         }
         if let device = PredictOptions.camera(source) {
             if let fps, !(fps > 0 && fps <= 1000) { throw CommandFailure(message: "--fps \(fps) is not in (0, 1000]") }
-            return [.frames([(.camera(device, frameSize: size, frameRate: fps), name: device)])]
+            return [.frames([(.camera(.path(device), frameSize: size, frameRate: fps), name: device)])]
         }
         if let frameSize { throw CommandFailure(message: "--frame-size \(frameSize) applies to --source - and cameras only") }
         if let fps { throw CommandFailure(message: "--fps \(fps) applies to cameras only") }
@@ -433,7 +436,7 @@ struct PredictOptions: ParsableArguments {
             let entries = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isWhitespace).map(String.init)
             guard !entries.isEmpty else { throw CommandFailure(message: "\(source) lists no source: give one path or URL a line") }
             return [.frames(try entries.map { entry in
-                if let device = PredictOptions.camera(entry) { return (.camera(device), name: device) }
+                if let device = PredictOptions.camera(entry) { return (.camera(.path(device)), name: device) }
                 if entry.contains("://"), let url = URL(string: entry), url.scheme != nil, !url.isFileURL { return (.video(url), name: entry) }
                 guard FileManager.default.fileExists(atPath: entry) else { throw CommandFailure(message: "\(source): source \(entry) does not exist") }
                 return (.video(URL(fileURLWithPath: entry)), name: entry)

@@ -104,8 +104,8 @@ struct Solutions: AsyncParsableCommand {
             throw CommandFailure(message: "--save-csv writes counted crossings: use it with count, or heatmap with --region")
         }
         var config = YOLOConfiguration()
-        config.confidence = conf
-        config.iou = iou
+        config.confidenceThreshold = conf
+        config.iouThreshold = iou
         config.imageSize = imgsz
         config.threads = threads
         config.classes = try classes.map { list in

@@ -24,13 +24,13 @@ final class PredictVideoCommandTests: CommandTestCase {
         return false
     }
 
-    /// CSV rows that are all whole: the header's 11 fields each, the last line ended.
+    /// CSV rows that are all whole: the header's 12 fields each, the last line ended.
     private func assertWholeRows(_ file: String, _ message: String) throws {
         let text = try String(contentsOf: scratch.appendingPathComponent(file), encoding: .utf8)
         XCTAssertTrue(text.hasSuffix("\n"), message)
         let rows = text.split(separator: "\n")
         XCTAssertGreaterThan(rows.count, 1, message)
-        XCTAssertTrue(rows.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 11 }, message)
+        XCTAssertTrue(rows.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 12 }, message)
     }
 
     private func ffmpeg(_ arguments: [String]) throws {
@@ -78,10 +78,11 @@ final class PredictVideoCommandTests: CommandTestCase {
         }
 
         let csv = try String(contentsOf: scratch.appendingPathComponent("out.csv"), encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id,source")
+        XCTAssertEqual(csv.first, "image,frame,class,name,conf,x1,y1,x2,y2,id,source,time")
         XCTAssertEqual(csv.count, boxes + 1)
         XCTAssertTrue(csv[1].hasPrefix("pan.mp4,9,0,person,0.9"), String(csv[1]))
-        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 11 })
+        XCTAssertTrue(csv[1].hasSuffix(",,,0.360"), "frame 9 of 25 fps: \(csv[1])")
+        XCTAssertTrue(csv.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == 12 })
 
         let run = scratch.appendingPathComponent("runs/detect/predict")
         let labels = try FileManager.default.contentsOfDirectory(atPath: run.appendingPathComponent("labels").path)

@@ -10,8 +10,8 @@ extension YOLO {
     /// A download fails when connecting takes longer than the timeout, the transfer goes that long
     /// without receiving a byte (counted in whole seconds), or, after that grace, it averages under
     /// 10 kB/s (so it must end within timeout + size / 10 kB/s); when the body has more than
-    /// `maxDownloadBytes`; or after 10 redirects.
-    public convenience init(url: URL, sha256: String? = nil, timeout: Duration? = nil, store: ModelStore? = nil,
+    /// `maxDownloadBytes`; or after 10 redirects. `task`: see `init(contentsOf:task:configuration:precision:)`.
+    public convenience init(url: URL, task: YOLOTask? = nil, sha256: String? = nil, timeout: Duration? = nil, store: ModelStore? = nil,
                             configuration: YOLOConfiguration = YOLOConfiguration(),
                             precision: YOLOPrecision = .fp32) async throws {
         let store = try store ?? .fromEnvironment()
@@ -21,7 +21,7 @@ extension YOLO {
                 done.resume(with: Result { try store.fetch(url, sha256: sha256, timeout: timeout) })
             }
         }
-        try self.init(contentsOf: file, configuration: configuration, precision: precision)
+        try self.init(contentsOf: file, task: task, configuration: configuration, precision: precision)
     }
 }
 

@@ -79,10 +79,7 @@ public struct ModelStore: Sendable, Equatable {
     /// Whether Ultralytics publishes `name` as a release asset (`GITHUB_ASSETS_NAMES` of 8.4.190)
     /// in a family and task yolo-swift runs: YOLO26, YOLO11 and YOLOv8 in every task (and v8's
     /// Open Images detector), YOLO12, v10, v9 (and its two segmenters), v5u (P5 and P6) and v3u.
-    public static func isOfficial(_ name: String) -> Bool {
-        name.wholeMatch(of: /yolo(26|11|v8)[nsmlx](-seg|-pose|-obb|-cls)?|yolov8[nsmlx]-oiv7|yolo12[nsmlx]|yolov10[nsmblx]/) != nil
-            || name.wholeMatch(of: /yolov9[tsmce]|yolov9[ce]-seg|yolov5[nsmlx]6?u|yolov3(-spp|-tiny)?u/) != nil
-    }
+    public static func isOfficial(_ name: String) -> Bool { ModelInfo.officialNames.contains(name) }
 
     /// `nameOrPath` as a URL when it is an http(s) one.
     static func httpURL(_ nameOrPath: String) -> URL? {

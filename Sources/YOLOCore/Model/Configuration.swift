@@ -17,14 +17,23 @@ public enum YOLOPrecision: String, Sendable, Codable, CaseIterable {
 /// Prediction settings, with Ultralytics' defaults. A `YOLO` model reads its configuration at
 /// the start of every prediction, so changes apply from the next image on.
 public struct YOLOConfiguration: Sendable, Equatable, Codable {
-    /// Minimum confidence of a kept detection, in 0…1.
-    public var confidence: Float = 0.25
-    /// IoU above which NMS suppresses the weaker of two boxes (legacy models), in 0…1.
-    public var iou: Float = 0.7
+    /// Minimum confidence of a kept detection, in 0…1 (Ultralytics' `conf`).
+    public var confidenceThreshold: Float = 0.25
+    /// IoU above which NMS suppresses the weaker of two boxes (legacy models), in 0…1
+    /// (Ultralytics' `iou`).
+    public var iouThreshold: Float = 0.7
     /// Most detections kept per image, ≥ 1.
     public var maxDetections: Int = 300
     /// Keep only these class indices (nil keeps all).
     public var classes: [Int]? = nil
+    /// Drop these class indices, before NMS as `classes` filters (empty drops none).
+    public var excludedClasses: Set<Int> = []
+    /// Cross-class suppression after NMS: of two final boxes of different classes overlapping by
+    /// more than `overlapThreshold` (IoU), the one whose class has the lower priority goes (a class
+    /// missing from the map has priority 0; equal priorities keep both). Empty: no suppression.
+    public var classPriority: [Int: Int] = [:]
+    /// IoU above which `classPriority` suppresses a box, in 0…1.
+    public var overlapThreshold: Float = 0.4
     /// NMS across classes instead of per class (legacy models); end-to-end models keep one
     /// detection per anchor, with its best class.
     public var agnosticNMS: Bool = false
@@ -54,10 +63,12 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         func fail(_ field: String, _ value: Any, _ reason: String) -> YOLOError {
             .invalidConfiguration(field: field, value: "\(value)", reason: reason)
         }
-        guard (0...1).contains(confidence) else { throw fail("confidence", confidence, "must be in 0…1") }
-        guard (0...1).contains(iou) else { throw fail("iou", iou, "must be in 0…1") }
+        guard (0...1).contains(confidenceThreshold) else { throw fail("confidenceThreshold", confidenceThreshold, "must be in 0…1") }
+        guard (0...1).contains(iouThreshold) else { throw fail("iouThreshold", iouThreshold, "must be in 0…1") }
         guard maxDetections >= 1 else { throw fail("maxDetections", maxDetections, "must be at least 1") }
         if let classes, let bad = classes.first(where: { $0 < 0 }) { throw fail("classes", bad, "class indices are ≥ 0") }
+        if let bad = excludedClasses.min(), bad < 0 { throw fail("excludedClasses", bad, "class indices are ≥ 0") }
+        guard (0...1).contains(overlapThreshold) else { throw fail("overlapThreshold", overlapThreshold, "must be in 0…1") }
         if let imageSize, !(32...8192).contains(imageSize) { throw fail("imageSize", imageSize, "must be in 32…8192") }
         if let imageShape, imageShape.count != 2 || !imageShape.allSatisfy({ (32...8192).contains($0) }) {
             throw fail("imageShape", imageShape, "must be [height, width], each in 32…8192")

@@ -20,15 +20,15 @@ package struct RawDetection: Sendable, Equatable {
 package func selectEndToEnd(_ rows: Tensor, _ config: YOLOConfiguration) -> [RawDetection] {
     guard rows.rank == 3, rows.shape[2] >= 6 else { return [] }
     let k = rows.shape[1], width = rows.shape[2]
-    let allowed = config.classes.map(Set.init)
+    let admits = config.classFilter
     var kept = [RawDetection]()
     for i in 0..<k where kept.count < config.maxDetections {
         let base = i * width
         let score = rows.scalars[base + 4], c = rows.scalars[base + 5]
         // A NaN score fails the comparison; a class that is not a small integer is dropped.
-        guard score > config.confidence, c.isFinite, c >= 0, c < 1e9 else { continue }
+        guard score > config.confidenceThreshold, c.isFinite, c >= 0, c < 1e9 else { continue }
         let cls = Int(c)
-        guard allowed?.contains(cls) ?? true else { continue }
+        guard admits(cls) else { continue }
         kept.append(RawDetection(box: SIMD4(rows.scalars[base], rows.scalars[base + 1], rows.scalars[base + 2], rows.scalars[base + 3]),
                                  score: score, cls: cls, extra: Array(rows.scalars[(base + 6)..<(base + width)])))
     }
@@ -57,18 +57,18 @@ package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration
             }
         }
     }
-    let allowed = config.classes.map(Set.init)
+    let admits = config.classFilter
     let multiLabel = multiLabel && nc > 1  // as Ultralytics: one class has one label
     var candidates = [RawDetection]()
-    for i in 0..<a where best[i] > config.confidence && (multiLabel || allowed?.contains(Int(bestClass[i])) ?? true) {
+    for i in 0..<a where best[i] > config.confidenceThreshold && (multiLabel || admits(Int(bestClass[i]))) {
         let cx = prediction.scalars[i], cy = prediction.scalars[a + i]
         let w = prediction.scalars[2 * a + i], h = prediction.scalars[3 * a + i]
         let box = rotated ? SIMD4(cx, cy, w, h) : SIMD4(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
         let values = (0..<extra).map { prediction.scalars[(4 + nc + $0) * a + i] }
         if multiLabel {
-            for c in 0..<nc where allowed?.contains(c) ?? true {
+            for c in 0..<nc where admits(c) {
                 let score = prediction.scalars[(4 + c) * a + i]
-                if score > config.confidence { candidates.append(RawDetection(box: box, score: score, cls: c, extra: values)) }
+                if score > config.confidenceThreshold { candidates.append(RawDetection(box: box, score: score, cls: c, extra: values)) }
             }
         } else {
             candidates.append(RawDetection(box: box, score: best[i], cls: Int(bestClass[i]), extra: values))
@@ -84,11 +84,43 @@ package func nonMaxSuppression(_ prediction: Tensor, _ config: YOLOConfiguration
         let boxes = zip(candidates, offsets).map { d, o in
             RotatedBox(cx: d.box[0] + o, cy: d.box[1] + o, w: d.box[2], h: d.box[3], angle: d.extra.last ?? 0)
         }
-        keep = fastRotatedNMS(boxes, iouThreshold: config.iou, limit: config.maxDetections)
+        keep = fastRotatedNMS(boxes, iouThreshold: config.iouThreshold, limit: config.maxDetections)
     } else {
-        keep = greedyNMS(candidates.map(\.box), offsets: offsets, iouThreshold: config.iou, limit: config.maxDetections)
+        keep = greedyNMS(candidates.map(\.box), offsets: offsets, iouThreshold: config.iouThreshold, limit: config.maxDetections)
     }
     return keep.map { candidates[$0] }
+}
+
+extension YOLOConfiguration {
+    /// Whether a class passes `classes` and `excludedClasses`, applied before NMS as Ultralytics
+    /// applies `classes`.
+    var classFilter: (Int) -> Bool {
+        let allowed = classes.map(Set.init), excluded = excludedClasses
+        return { (allowed?.contains($0) ?? true) && !excluded.contains($0) }
+    }
+}
+
+/// `classPriority` on NMS's output: in order of priority (then score), a box goes when a kept box
+/// of another class with a higher priority overlaps it by more than `overlapThreshold` (IoU, or
+/// probabilistic IoU for rotated boxes). The kept boxes stay in their order.
+package func suppressByPriority(_ detections: [RawDetection], _ config: YOLOConfiguration, rotated: Bool) -> [RawDetection] {
+    guard !config.classPriority.isEmpty, detections.count > 1 else { return detections }
+    let n = detections.count, priorities = detections.map { config.classPriority[$0.cls] ?? 0 }
+    let overlaps: [Float]
+    if rotated {
+        let boxes = detections.map { RotatedBox(cx: $0.box[0], cy: $0.box[1], w: $0.box[2], h: $0.box[3], angle: $0.extra.last ?? 0) }
+        overlaps = boxes.flatMap { p in boxes.map { probIoU(p, $0) } }
+    } else {
+        overlaps = pairwiseIoU(detections.map(\.box), detections.map(\.box))
+    }
+    let order = detections.indices.sorted { priorities[$0] > priorities[$1] || (priorities[$0] == priorities[$1] && $0 < $1) }
+    var kept = [Int]()
+    for i in order where !kept.contains(where: { j in
+        detections[j].cls != detections[i].cls && priorities[j] > priorities[i] && overlaps[j * n + i] > config.overlapThreshold
+    }) {
+        kept.append(i)
+    }
+    return kept.sorted().map { detections[$0] }
 }
 
 /// A rotated box in the form probabilistic IoU takes: centre, size, angle in radians.

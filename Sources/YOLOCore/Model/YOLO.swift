@@ -26,6 +26,8 @@ public final class YOLO: Sendable {
 
     /// Where the weights were loaded from.
     public let url: URL
+    /// The task given at load: what predictions asked for no task run.
+    private let loadedTask: YOLOTask?
     /// The arithmetic of the model's convolutions, chosen at load.
     public let precision: YOLOPrecision
     /// Class names by index.
@@ -43,22 +45,30 @@ public final class YOLO: Sendable {
     /// Loads a model by name ("yolo26n": found in `store`, or an official model downloaded into its
     /// cache), by path to a `.pt` or `.safetensors` file, or by http(s) URL (as `init(url:)`).
     /// `store` nil reads `ModelStore.fromEnvironment()` (`YOLO_WEIGHTS_DIR`, `YOLO_OFFLINE`, …).
-    public convenience init(_ nameOrPath: String, store: ModelStore? = nil,
+    /// `task`: see `init(contentsOf:task:configuration:precision:)`.
+    public convenience init(_ nameOrPath: String, task: YOLOTask? = nil, store: ModelStore? = nil,
                             configuration: YOLOConfiguration = YOLOConfiguration(),
                             precision: YOLOPrecision = .fp32) async throws {
         let store = try store ?? .fromEnvironment()
         if let url = ModelStore.httpURL(nameOrPath) {
-            try await self.init(url: url, store: store, configuration: configuration, precision: precision)
+            try await self.init(url: url, task: task, store: store, configuration: configuration, precision: precision)
         } else {
-            try self.init(contentsOf: try store.url(for: nameOrPath), configuration: configuration, precision: precision)
+            try self.init(contentsOf: try store.url(for: nameOrPath), task: task, configuration: configuration, precision: precision)
         }
     }
 
-    /// Loads a model from a `.safetensors` file. A CPU without the instruction-set features the
+    /// Loads a model from a `.safetensors` or `.pt` file. A CPU without the instruction-set features the
     /// build targets is refused here, with an error naming them, before any kernel runs; a build
     /// without AVX2 and FMA prints `CPU.slowBuildWarning` to stderr, once per process.
-    /// `precision` is fixed here: int8 weights are quantized as they load.
-    public init(contentsOf url: URL, configuration: YOLOConfiguration = YOLOConfiguration(),
+    ///
+    /// - Parameters:
+    ///   - url: the weight file.
+    ///   - task: the task the model must serve, checked as the weights are read: a model that
+    ///     cannot serve it (see `predict(_:task:)`) throws `YOLOError.taskMismatch` here. Predictions
+    ///     that ask for no task then run this one. `nil` serves the model's own task.
+    ///   - configuration: the settings predictions start with (`configuration`).
+    ///   - precision: fixed here: int8 weights are quantized as they load.
+    public init(contentsOf url: URL, task: YOLOTask? = nil, configuration: YOLOConfiguration = YOLOConfiguration(),
                 precision: YOLOPrecision = .fp32) throws {
         try CPU.checkTargetFeatures()
         _ = slowBuildWarned
@@ -71,6 +81,8 @@ public final class YOLO: Sendable {
         self.url = url
         self.precision = precision
         settings = Mutex(configuration)
+        let own = YOLOTask(rawValue: model.task.rawValue) ?? .detect
+        loadedTask = try task.map { try Self.resolve($0, of: own, model: url) }
     }
 
     /// Runs the model on an image file (JPEG or PNG), or one at an http(s) URL (downloaded first).
@@ -216,10 +228,15 @@ public final class YOLO: Sendable {
         return result
     }
 
-    /// The task to run for a request: the model's own, or detect from a segment or pose model.
+    /// The task to run for a request (nil: the one given at load): the model's own, or detect from
+    /// a segment or pose model.
     func resolve(_ requested: YOLOTask?) throws -> YOLOTask {
-        guard let requested, requested != task else { return task }
-        if requested == .detect && (task == .segment || task == .pose) { return .detect }
+        guard let requested = requested ?? loadedTask else { return task }
+        return try Self.resolve(requested, of: task, model: url)
+    }
+
+    private static func resolve(_ requested: YOLOTask, of task: YOLOTask, model url: URL) throws -> YOLOTask {
+        if requested == task || (requested == .detect && (task == .segment || task == .pose)) { return requested }
         throw YOLOError.taskMismatch(model: url.lastPathComponent, task: task.rawValue, requested: requested.rawValue)
     }
 
@@ -280,7 +297,8 @@ public final class YOLO: Sendable {
     }
 
     /// The head's rows that pass the confidence, class filter and (legacy models) NMS, with the
-    /// task's extra values, after checking the output has the shape the task implies.
+    /// task's extra values, after checking the output has the shape the task implies. Cross-class
+    /// priority suppression runs last, on the final boxes: of two classes overlapping, the lower priority goes.
     /// `multiLabel`: NMS keeps every class above the confidence per anchor (validation).
     func detections(_ head: HeadOutput, _ config: YOLOConfiguration, multiLabel: Bool = false) throws -> [RawDetection] {
         let output = head.output, nc = model.network.classCount
@@ -299,12 +317,13 @@ public final class YOLO: Sendable {
             guard output.rank == 3, output.shape[0] == 1, output.shape[2] == 6 + extra else {
                 throw invalidOutput("\(output.shape), expected [1, k, \(6 + extra)]")
             }
-            return selectEndToEnd(output, config)
+            return suppressByPriority(selectEndToEnd(output, config), config, rotated: task == .obb)
         }
         guard output.rank == 3, output.shape[0] == 1, output.shape[1] == 4 + nc + extra else {
             throw invalidOutput("\(output.shape), expected [1, \(4 + nc + extra), anchors]")
         }
-        return nonMaxSuppression(output, config, classes: nc, rotated: task == .obb, multiLabel: multiLabel)
+        return suppressByPriority(nonMaxSuppression(output, config, classes: nc, rotated: task == .obb, multiLabel: multiLabel),
+                                  config, rotated: task == .obb)
     }
 }
 

@@ -37,6 +37,10 @@ private let keypointColors = [16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 
 func classColor(_ cls: Int) -> RGB { palette[(cls % palette.count + palette.count) % palette.count] }
 
 extension Results {
+    /// The image with the results drawn in the default style (`annotated()`); nil when the result
+    /// holds no image, as results decoded from JSON.
+    public var annotatedImage: Image? { try? annotated() }
+
     /// A copy of `image` with the results drawn the way Ultralytics' `Results.plot()` draws them
     /// (OpenCV path, its default), in this order: masks as translucent fills in the class colour
     /// (alpha 0.5), boxes (or rotated boxes as polygons) with a label reading "name conf"

@@ -283,6 +283,25 @@ public struct Speed: Sendable, Equatable, Codable {
     public var postprocess: Double
 }
 
+/// When a frame was taken.
+public enum FrameTime: Sendable, Equatable {
+    /// Seconds into a video file: the frame's index over the video's frame rate.
+    case offset(Double)
+    /// When a frame of a live source arrived.
+    case wallClock(Date)
+
+    /// Seconds into the file, or since 1970.
+    public var seconds: Double {
+        switch self {
+        case let .offset(seconds): seconds
+        case let .wallClock(date): date.timeIntervalSince1970
+        }
+    }
+}
+
+/// The product plan's name for a result.
+public typealias YOLOResult = Results
+
 /// What a model found in one image, Ultralytics' `Results`: `task` says which fields are filled
 /// (the others are empty). Encodes to JSON with the keys of Ultralytics' exported results
 /// (`orig_shape`, `speed_ms`, `boxes`, `masks`, `keypoints`, `obb`, `probs`).
@@ -294,6 +313,9 @@ public struct Results: Sendable, Equatable {
     public var frame: Int?
     /// The source's index in a list of sources (a `.streams` file's line); nil for a single source.
     public var source: Int?
+    /// When the frame was taken (not encoded): its time in a video file, the wall clock at its
+    /// arrival from a live source; nil for a single image, image files and stdin.
+    public var time: FrameTime?
     /// Which of `boxes`, `masks`, `keypoints`, `obb` and `probs` this result fills.
     public let task: YOLOTask
     /// Height and width of the original image.
@@ -317,6 +339,9 @@ public struct Results: Sendable, Equatable {
     /// Outline width `annotated()` uses by default: the configuration's at prediction time
     /// (not encoded).
     public var lineWidth: Double?
+    /// Frames per second of the session that produced the result, over its last 30 frames (the
+    /// first frame: from its own processing time); nil for a single image (not encoded).
+    public var fps: Double?
 
     package init(path: String? = nil, task: YOLOTask, originalShape: [Int], inputShape: [Int], boxes: [Box] = [],
                  masks: [Mask] = [], keypoints: [Keypoints] = [], obb: [OrientedBox] = [], probs: Probs? = nil,

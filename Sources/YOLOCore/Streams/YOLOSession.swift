@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// A model running over a sequence of frames: a video file or stream, image files, raw frames on
-/// stdin or any producer of `Image`s. Results arrive in frame order on `results`; the settings and
-/// even the model can change while it runs, from the next frame on.
+/// stdin or any producer of `Image`s. Results arrive in frame order on `results`; the settings,
+/// the model and the source itself (`source`) can change while it runs, from the next frame on.
 ///
 /// ```swift
 /// let session = try YOLOSession(model: model, source: .video(URL(fileURLWithPath: "pan.mp4")))
@@ -34,9 +34,9 @@ public final class YOLOSession: Sendable {
         /// decides: rtsp, rtmp, tcp, udp, srt URLs, and http(s) ones whose path has no image or
         /// video extension.
         case video(URL)
-        /// A V4L2 camera such as `/dev/video0`, live; `frameSize` and `frameRate` are asked of
-        /// the device, which keeps the nearest it supports.
-        case camera(String, frameSize: (width: Int, height: Int)? = nil, frameRate: Double? = nil)
+        /// A V4L2 camera, live; `frameSize` and `frameRate` are asked of the device, which keeps
+        /// the nearest it supports.
+        case camera(Camera, frameSize: (width: Int, height: Int)? = nil, frameRate: Double? = nil)
         /// JPEG or PNG files in this order; a directory, or a pattern (`frames/*.png`), stands for
         /// its JPEG and PNG files in natural order (`img2` before `img10`).
         case images([URL])
@@ -47,17 +47,39 @@ public final class YOLOSession: Sendable {
         case frames(AsyncStream<Image>)
     }
 
+    /// A V4L2 camera, named as a phone app names its cameras.
+    public enum Camera: Sendable, Equatable {
+        /// The first V4L2 device, `/dev/video0`.
+        case back
+        /// The second, `/dev/video1`.
+        case front
+        /// `/dev/video<n>`.
+        case device(Int)
+        /// A device path such as `/dev/video2` or `/dev/v4l/by-id/…`.
+        case path(String)
+
+        /// The device file.
+        public var path: String {
+            switch self {
+            case .back: "/dev/video0"
+            case .front: "/dev/video1"
+            case let .device(n): "/dev/video\(n)"
+            case let .path(path): path
+            }
+        }
+    }
+
     /// One result per frame, in frame order (`Results.frame` is the frame's 0-based index in the
     /// source). Ends at the end of the source, at `stop()` (after the frame in inference, if
     /// any), or at an error (`error`). One consumer at a time.
     public let results: AsyncStream<Results>
-    /// Frames in the source when known beforehand (a video's container count, the number of
-    /// image files), before any `frameStride`.
-    public let frameCount: Int?
-    /// A video's frames per second, when its container (or, live, ffmpeg) says.
-    public let frameRate: Double?
-    /// The source runs at its own pace: stale frames drop, a loss is reconnected.
-    public let isLive: Bool
+    /// Frames in the current source when known beforehand (a video's container count, the number
+    /// of image files), before any `frameStride`.
+    public var frameCount: Int? { core.state.withLock { $0.input.input.frameCount } }
+    /// The current video's frames per second, when its container (or, live, ffmpeg) says.
+    public var frameRate: Double? { core.state.withLock { $0.input.input.feed?.first.frameRate } }
+    /// The current source runs at its own pace: stale frames drop, a loss is reconnected.
+    public var isLive: Bool { core.state.withLock { $0.input.input.isLive } }
     private let core: SessionCore
 
     /// Opens `source` and waits for its first frame. A source that cannot be opened throws here
@@ -95,27 +117,38 @@ public final class YOLOSession: Sendable {
             throw TrackingError.unsupportedTask(effectiveTask)
         }
         try reconnect.validate()
-        let input = try Input(source, policy: reconnect)
-        isLive = input.isLive
-        let drops = dropsStaleFrames && input.isLive
-        // A few frames ahead: decoding the next frame overlaps inference of this one.
-        let queue = FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride)
-        let core = SessionCore(model: model, task: task, queue: queue, feed: input.feed)
+        let opening = Opening(frameStride: frameStride, dropsStaleFrames: dropsStaleFrames, reconnect: reconnect)
+        let input = try opening.open(source)
+        let core = SessionCore(model: model, task: task, source: source, input: input, opening: opening)
         if let tracker {
             core.state.withLock { s in
                 s.tracker = ObjectTracker(tracker)
-                s.configuration.confidence = 0.1
+                s.configuration.confidenceThreshold = 0.1
             }
         }
         self.core = core
-        frameCount = switch input {
-        case let .video(feed, _): feed.first.frameCount
-        case let .images(urls): urls.count
-        case .raw, .frames: nil
-        }
-        frameRate = input.feed?.first.frameRate
         results = AsyncStream(unfolding: { await core.next() }, onCancel: { core.stop() })
-        Task { await input.produce(into: queue) }
+        input.start()
+    }
+
+    /// Opens a camera (see `init(model:source:task:tracker:frameStride:dropsStaleFrames:reconnect:)`).
+    ///
+    /// ```swift
+    /// let session = try YOLOSession(model: model, camera: .back)
+    /// session.source = .camera(.front)     // the camera flip
+    /// ```
+    public convenience init(model: YOLO, camera: Camera, task: YOLOTask? = nil, tracker: TrackerConfiguration? = nil) throws {
+        try self.init(model: model, source: .camera(camera), task: task, tracker: tracker)
+    }
+
+    /// Where the frames come from. Setting it opens the new source beside the running one, then
+    /// switches: results from then on come from the new source (frames numbered from 0), the
+    /// old one is closed, and the tracker, if any, starts anew (a new source is a new scene; IDs
+    /// from 1). A source that cannot be opened ends the session with its error (`error`). The
+    /// session's frame stride, stale-frame policy and reconnection policy carry over.
+    public var source: Source {
+        get { core.state.withLock { $0.source } }
+        set { core.switchSource(to: newValue) }
     }
 
     /// The model used from the next frame on; replacing it leaves the source running.
@@ -159,13 +192,13 @@ public final class YOLOSession: Sendable {
 
     /// Why the session ended early: the source's error (`SourceError`, `ImageError`) or the
     /// model's (`YOLOError`); nil while running and after a complete source or `stop()`.
-    public var error: (any Error)? { core.queue.failure ?? core.state.withLock { $0.failure } }
+    public var error: (any Error)? { core.state.withLock { $0.input.queue.failure ?? $0.failure } }
 
-    /// Frames of a live source skipped because a newer one arrived before inference took them.
-    public var droppedFrames: Int { core.queue.dropped }
+    /// Frames of the current live source skipped because a newer one arrived before inference took them.
+    public var droppedFrames: Int { core.state.withLock { $0.input.queue.dropped } }
 
-    /// Times a live source was lost and reopened.
-    public var reconnects: Int { core.feed?.reconnects ?? 0 }
+    /// Times the current live source was lost and reopened.
+    public var reconnects: Int { core.state.withLock { $0.input.input.feed?.reconnects ?? 0 } }
 
     /// Holds back results from now until `resume()`: a frame already in inference is delivered
     /// only after it.
@@ -189,9 +222,17 @@ final class SessionCore: Sendable {
     struct State {
         var model: YOLO
         var configuration: YOLOConfiguration
+        var source: YOLOSession.Source
+        var input: OpenInput
+        /// Counts `source` changes: an opening that finishes after a newer one began is dropped.
+        var switches = 0
+        /// The last change whose opening finished (installed or failed).
+        var settled = 0
         var tracker: ObjectTracker?
         var frameTransform: (@Sendable (Image) -> Image)?
         var latest: Results?
+        /// When the last results (at most 30) were delivered, for `Results.fps`.
+        var deliveries: [UInt64] = []
         var failure: (any Error)?
         var paused = false
         var stopped = false
@@ -200,52 +241,114 @@ final class SessionCore: Sendable {
     }
 
     let state: Mutex<State>
-    let queue: FrameQueue
-    let feed: VideoFeed?
     private let task: YOLOTask?
+    private let opening: Opening
 
-    init(model: YOLO, task: YOLOTask?, queue: FrameQueue, feed: VideoFeed?) {
-        state = Mutex(State(model: model, configuration: model.configuration))
+    init(model: YOLO, task: YOLOTask?, source: YOLOSession.Source, input: OpenInput, opening: Opening) {
+        state = Mutex(State(model: model, configuration: model.configuration, source: source, input: input))
         self.task = task
-        self.queue = queue
-        self.feed = feed
+        self.opening = opening
     }
 
     deinit { stop() }
 
     func stop() {
-        state.withLock { s in
+        let input = state.withLock { s in
             s.stopped = true
             s.waiter?.resume()
             s.waiter = nil
+            return s.input
         }
-        queue.close()
-        feed?.terminate()
+        input.close()
     }
 
-    /// The next frame's result; nil at the end of the source, after `stop()` or an error.
-    func next() async -> Results? {
-        guard await running(), let frame = await queue.next(), await running() else { return nil }
-        let (model, configuration, transform) = state.withLock { ($0.model, $0.configuration, $0.frameTransform) }
-        var result: Results
-        do {
-            result = try await InferenceExecutor.shared.run { [task] cancellation in
-                try model(transform?(frame.image) ?? frame.image, task: task, configuration: configuration,
-                          cancellation: cancellation)
-            }
-            result = try state.withLock { [result] s in try s.tracker?.update(result) ?? result }
-        } catch {
-            // A consumer that stops iterating (its task cancelled) ends the session without an error.
-            if !(error is CancellationError) { state.withLock { $0.failure = error } }
-            stop()
-            return nil
+    /// Opens `source` off the caller's thread, then makes it the session's input (see
+    /// `YOLOSession.source`).
+    func switchSource(to source: YOLOSession.Source) {
+        let number = state.withLock { s in
+            s.source = source
+            s.switches += 1
+            return s.switches
         }
-        result.frame = frame.index
-        result.path = frame.name
-        // Held while paused; a frame inferred before `stop()` is still delivered.
-        _ = await running()
-        state.withLock { [result] in $0.latest = result }
-        return result
+        let opening = opening
+        Task {
+            let opened: OpenInput
+            do {
+                opened = try await offload { try opening.open(source) }
+            } catch {
+                let current = state.withLock { s in
+                    s.settled = max(s.settled, number)
+                    if s.switches == number && !s.stopped { s.failure = error }
+                    return s.switches == number
+                }
+                if current { stop() }
+                return
+            }
+            let replaced: OpenInput? = state.withLock { s in
+                s.settled = max(s.settled, number)
+                guard s.switches == number, !s.stopped else { return nil }
+                defer { s.input = opened }
+                s.tracker?.reset()
+                return s.input
+            }
+            guard let replaced else { return opened.close() }
+            replaced.close()
+            opened.start()
+        }
+    }
+
+    /// The next frame's result; nil at the end of the source, after `stop()` or an error. A frame
+    /// of a source switched away from, waiting or in inference, is dropped.
+    func next() async -> Results? {
+        while true {
+            let (queue, input) = state.withLock { ($0.input.queue, $0.input.input) }
+            guard await running() else { return nil }
+            guard let frame = await queue.next() else {
+                // A source that ended while the next one opens is followed by it.
+                let (current, switching) = state.withLock { ($0.input.queue === queue && !$0.stopped, $0.settled < $0.switches) }
+                if current && !switching { return nil }
+                if current { try? await Task.sleep(for: .milliseconds(10)) }
+                continue
+            }
+            guard await running() else { return nil }
+            let (model, configuration, transform) = state.withLock { ($0.model, $0.configuration, $0.frameTransform) }
+            var result: Results?
+            do {
+                var inferred = try await InferenceExecutor.shared.run { [task] cancellation in
+                    try model(transform?(frame.image) ?? frame.image, task: task, configuration: configuration,
+                              cancellation: cancellation)
+                }
+                inferred.frame = frame.index
+                inferred.path = frame.name
+                inferred.time = input.isLive ? .wallClock(frame.arrival)
+                    : input.feed?.first.frameRate.flatMap { $0 > 0 ? .offset(Double(frame.index) / $0) : nil }
+                result = try state.withLock { [inferred] s in
+                    guard s.input.queue === queue else { return nil }
+                    return try s.tracker?.update(inferred) ?? inferred
+                }
+            } catch {
+                // A consumer that stops iterating (its task cancelled) ends the session without an error.
+                if !(error is CancellationError) { state.withLock { $0.failure = error } }
+                stop()
+                return nil
+            }
+            guard let result else { continue }
+            // Held while paused; a frame inferred before `stop()` is still delivered.
+            _ = await running()
+            return state.withLock { [result] s in
+                var result = result
+                let now = DispatchTime.now().uptimeNanoseconds
+                s.deliveries = s.deliveries.suffix(29) + [now]
+                if let first = s.deliveries.first, first < now {
+                    result.fps = Double(s.deliveries.count - 1) * 1e9 / Double(now - first)
+                } else {
+                    let speed = result.speed, ms = speed.preprocess + speed.inference + speed.postprocess
+                    result.fps = ms > 0 ? 1000 / ms : nil
+                }
+                s.latest = result
+                return result
+            }
+        }
     }
 
     /// Waits while paused; false once stopped.
@@ -259,11 +362,13 @@ final class SessionCore: Sendable {
     }
 }
 
-/// A frame of a source with its 0-based index and the name results report (`Results.path`).
+/// A frame of a source with its 0-based index, the name results report (`Results.path`) and
+/// when it was read.
 struct Frame: Sendable {
     let index: Int
     let image: Image
     let name: String?
+    var arrival = Date()
 }
 
 /// Frames between a source's reader and inference: every `stride`-th frame of the source. At
@@ -369,8 +474,38 @@ final class FrameQueue: Sendable {
     }
 }
 
+/// How a session opens its sources: the settings that carry over when `source` changes.
+struct Opening: Sendable {
+    let frameStride: Int
+    let dropsStaleFrames: Bool
+    let reconnect: ReconnectPolicy
+
+    /// Opens `source` (blocking until its first frame for a video) with a queue for its frames.
+    func open(_ source: YOLOSession.Source) throws -> OpenInput {
+        let input = try Input(source, policy: reconnect)
+        let drops = dropsStaleFrames && input.isLive
+        // A few frames ahead: decoding the next frame overlaps inference of this one.
+        return OpenInput(input: input, queue: FrameQueue(capacity: drops ? 1 : 3, dropsStale: drops, stride: frameStride))
+    }
+}
+
+/// An opened source and the queue its frames go to.
+struct OpenInput: Sendable {
+    let input: Input
+    let queue: FrameQueue
+
+    /// Starts reading the source into the queue.
+    func start() { Task { await input.produce(into: queue) } }
+
+    /// Stops reading: waiting frames are released, ffmpeg is stopped.
+    func close() {
+        queue.close()
+        input.feed?.terminate()
+    }
+}
+
 /// A source opened: what `YOLOSession.init` checked, ready to be read.
-private enum Input: Sendable {
+enum Input: Sendable {
     case video(VideoFeed, name: String)
     case raw(FrameReader)
     case images([URL])
@@ -380,7 +515,8 @@ private enum Input: Sendable {
         switch source {
         case let .video(url):
             self = .video(try VideoFeed(VideoInput(url, timeout: policy.timeout), policy: policy), name: url.lastPathComponent)
-        case let .camera(device, frameSize, frameRate):
+        case let .camera(camera, frameSize, frameRate):
+            let device = camera.path
             guard FileManager.default.fileExists(atPath: device) else {
                 let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? []
                 throw SourceError.cameraNotFound(device: device, available: devices.filter { $0.hasPrefix("video") }.sorted().map { "/dev/" + $0 })
@@ -394,6 +530,15 @@ private enum Input: Sendable {
             self = .images(try urls.flatMap { try MediaFiles.expand($0, keeping: MediaFiles.decodable, kind: "JPEG or PNG image") })
         case let .frames(stream):
             self = .frames(stream)
+        }
+    }
+
+    /// Frames in the source when known beforehand.
+    var frameCount: Int? {
+        switch self {
+        case let .video(feed, _): feed.first.frameCount
+        case let .images(urls): urls.count
+        case .raw, .frames: nil
         }
     }
 

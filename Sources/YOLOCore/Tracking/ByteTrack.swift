@@ -18,6 +18,7 @@ struct ByteTracker: TrackingEngine {
     /// How many times each ID occurs in `removed`: its membership test without a scan.
     private var removedCount = [Int: Int]()
     private var nextID = 1
+    private var expiry = Expiry(seconds: nil)
     /// What the tracklets need of the settings.
     private(set) var rules: TrackletRules
 
@@ -39,8 +40,9 @@ struct ByteTracker: TrackingEngine {
         var activated = [Int](), refound = [Int](), lost = [Int](), removed = [Int]()
     }
 
-    mutating func update(_ input: [Detection], image: Image?, frame: Int, historyLength: Int) -> EngineReport {
+    mutating func update(_ input: [Detection], image: Image?, frame: Int, historyLength: Int, expiry: Expiry) -> EngineReport {
         self.frame = frame
+        self.expiry = expiry
         rules.historyLength = historyLength
         removedTracks = []
         let high = Float(configuration.trackHighThreshold), low = Float(configuration.trackLowThreshold)
@@ -146,7 +148,7 @@ struct ByteTracker: TrackingEngine {
            frame - t.occlusion.lastOccludedFrame <= configuration.occlusionReappearWindow {
             return false
         }
-        return frame - t.frame > configuration.trackBuffer
+        return frame - t.frame > configuration.trackBuffer || expiry.expired(lastSeen: t.frame)
     }
 
     /// Appends to `removed`, keeping its last 1000 entries and `removedCount` in step.

@@ -32,7 +32,7 @@ struct SpatialTracker: TrackingEngine {
             .map { $0.view(frame: frame) }
     }
 
-    mutating func update(_ detections: [Detection], image: Image?, frame: Int, historyLength: Int) -> EngineReport {
+    mutating func update(_ detections: [Detection], image: Image?, frame: Int, historyLength: Int, expiry: Expiry) -> EngineReport {
         self.frame = frame
         removedTracks = []
         let c = configuration
@@ -75,6 +75,7 @@ struct SpatialTracker: TrackingEngine {
             live[k].misses += 1
             switch live[k].state {
             case .candidate: gone.insert(k)
+            case _ where expiry.expired(lastSeen: frame - live[k].misses): gone.insert(k)
             case .confirmed where live[k].misses >= c.staleFrames: live[k].state = .stale
             case .stale where live[k].misses >= c.lostFrames: gone.insert(k)
             default: break

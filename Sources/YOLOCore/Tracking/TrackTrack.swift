@@ -33,7 +33,7 @@ struct TrackTrack: TrackingEngine {
         (tracked + lost).compactMap { all[$0] }.filter { $0.phase != .removed }.map { view($0, frame: frame) }
     }
 
-    mutating func update(_ input: [Detection], image: Image?, frame: Int, historyLength: Int) -> EngineReport {
+    mutating func update(_ input: [Detection], image: Image?, frame: Int, historyLength: Int, expiry: Expiry) -> EngineReport {
         self.frame = frame
         self.historyLength = historyLength
         removedTracks = []
@@ -117,7 +117,9 @@ struct TrackTrack: TrackingEngine {
             activated.append(nextID)
             nextID += 1
         }
-        for id in lost where frame - all[id]!.frame > configuration.trackBuffer { markRemoved(id, &newlyRemoved) }
+        for id in lost where frame - all[id]!.frame > configuration.trackBuffer || expiry.expired(lastSeen: all[id]!.frame) {
+            markRemoved(id, &newlyRemoved)
+        }
 
         // Ultralytics' merge_track_pools; a track removed now stays in `lost` for one more frame.
         tracked = joint(joint(tracked.filter { all[$0]!.phase == .tracked }, activated), refound)

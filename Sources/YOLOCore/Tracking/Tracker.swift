@@ -30,10 +30,12 @@ public struct ObjectTracker: Sendable {
     public private(set) var removedTracks: [Track] = []
 
     private var engine: any TrackingEngine
+    private var expiry: Expiry
 
     /// A tracker with no track yet; its first update is frame 1.
     public init(_ configuration: TrackerConfiguration = .bytetrack) {
         self.configuration = configuration
+        expiry = Expiry(seconds: configuration.expireAfter)
         engine = switch configuration.algorithm {
         case .tracktrack: TrackTrack(configuration)
         case .spatial: SpatialTracker(configuration)
@@ -60,21 +62,22 @@ public struct ObjectTracker: Sendable {
     /// track is reported, the input boxes as they are (no `id`), or none while a new track waits
     /// for confirmation. The spatial tracker returns its confirmed tracks matched in this frame,
     /// smoothed, each with its `id`, and nothing else.
-    public mutating func update(_ boxes: [Box]) -> [Box] {
+    /// `time`: the frame's time in seconds (any origin, increasing), for `expireAfter`.
+    public mutating func update(_ boxes: [Box], time: Double? = nil) -> [Box] {
         let detections = boxes.enumerated().compactMap { Detection($0.element, index: $0.offset) }
-        return report(step(detections, image: nil), boxes: boxes)
+        return report(step(detections, image: nil, time: time), boxes: boxes)
     }
 
     /// `update` on a result's boxes (rotated boxes for obb results), with its masks and
     /// keypoints kept with their boxes; the result's image, when it has one, drives TrackTrack's
-    /// camera-motion compensation.
+    /// camera-motion compensation, its `time` `expireAfter`.
     /// - Throws: `TrackingError.unsupportedTask` for classify results.
     public mutating func update(_ results: Results) throws -> Results {
         guard results.task != .classify else { throw TrackingError.unsupportedTask(results.task) }
         let detections = results.task == .obb
             ? results.obb.enumerated().compactMap { Detection($0.element, index: $0.offset) }
             : results.boxes.enumerated().compactMap { Detection($0.element, index: $0.offset) }
-        let reported = step(detections, image: results.image)
+        let reported = step(detections, image: results.image, time: results.time?.seconds)
         let indices: [Int]
         switch reported {
         case .tracks(let tracks): indices = tracks.map(\.index)
@@ -89,13 +92,15 @@ public struct ObjectTracker: Sendable {
                           obb: results.task == .obb ? reportOriented(reported, obb: results.obb) : [],
                           speed: results.speed, image: results.image)
         out.frame = results.frame
+        out.time = results.time
         out.lineWidth = results.lineWidth
         return out
     }
 
-    private mutating func step(_ detections: [Detection], image: Image?) -> EngineReport {
+    private mutating func step(_ detections: [Detection], image: Image?, time: Double?) -> EngineReport {
         frame += 1
-        let report = engine.update(detections, image: image, frame: frame, historyLength: historyLength)
+        expiry.record(time, frame: frame)
+        let report = engine.update(detections, image: image, frame: frame, historyLength: historyLength, expiry: expiry)
         removedTracks = engine.removedTracks
         return report
     }
@@ -217,12 +222,38 @@ enum EngineReport: Sendable {
 
 /// One tracking algorithm's state, behind `ObjectTracker`.
 protocol TrackingEngine: Sendable {
-    /// Tracks frame `frame` (from 1); `image` is the frame itself when known.
-    mutating func update(_ detections: [Detection], image: Image?, frame: Int, historyLength: Int) -> EngineReport
+    /// Tracks frame `frame` (from 1); `image` is the frame itself when known. An unmatched track
+    /// goes at the engine's frame limit or when `expiry` says so, whichever comes first.
+    mutating func update(_ detections: [Detection], image: Image?, frame: Int, historyLength: Int, expiry: Expiry) -> EngineReport
     /// The tracks alive after the last update.
     func tracks(frame: Int) -> [Track]
     /// The tracks removed in the last update.
     var removedTracks: [Track] { get }
+}
+
+/// `TrackerConfiguration.expireAfter`: the times of the recent frames, and whether a track
+/// unmatched since a frame has outlived it.
+struct Expiry: Sendable {
+    let seconds: Double?
+    /// Times of the last frames (at most 1024), the current frame's last; nil where unknown.
+    private var times: [Double?] = []
+    private var frame = 0
+
+    init(seconds: Double?) { self.seconds = seconds }
+
+    mutating func record(_ time: Double?, frame: Int) {
+        guard seconds != nil else { return }
+        times = times.suffix(1023) + [time]
+        self.frame = frame
+    }
+
+    /// Whether more than `seconds` passed since frame `lastSeen`; for a frame older than those
+    /// remembered, since the oldest one (a lower bound: past it, the frame limits apply).
+    func expired(lastSeen: Int) -> Bool {
+        guard let seconds, lastSeen < frame, let now = times.last ?? nil,
+              let then = times[max(times.count - 1 - (frame - lastSeen), 0)] else { return false }
+        return now - then > seconds
+    }
 }
 
 /// 1 − IoU of every box of `a` with every box of `b` (xyxy), row-major, as Ultralytics'

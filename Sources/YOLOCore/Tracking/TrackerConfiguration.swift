@@ -47,6 +47,11 @@ public struct TrackerConfiguration: Sendable, Equatable {
 
     /// The algorithm (`tracker_type`).
     public var algorithm: Algorithm
+    /// Every tracker: seconds of source time an unmatched track is kept (`expire_after`, > 0),
+    /// beside the frame limits (`trackBuffer`, `lostFrames`): the first reached removes it. nil:
+    /// frames only. It needs the frames' times (`Results.time`, or `ObjectTracker.update(_:time:)`);
+    /// frames without one expire tracks by frames only.
+    public var expireAfter: Double?
 
     // MARK: The ByteTrack family (all but spatial)
 
@@ -287,10 +292,14 @@ public struct TrackerConfiguration: Sendable, Equatable {
             ["min_detection_confidence", "high_iou_threshold", "confirmation_frames", "stale_frames", "lost_frames",
              "recapture_distance", "smoothing", "max_tracks"]
         }
-        if let unknown = document.keys.first(where: { $0 != "tracker_type" && !known.contains($0) }) {
+        if let unknown = document.keys.first(where: { !["tracker_type", "expire_after"].contains($0) && !known.contains($0) }) {
             throw Failure.unknownKey(source: source, key: unknown, tracker: algorithm.rawValue)
         }
         self.init(algorithm: algorithm)
+        // yolo-swift's own key, optional in every tracker's file.
+        if let node = values["expire_after"], node.kind != .null {
+            expireAfter = try number("expire_after", in: 0.001...Double.infinity)
+        }
 
         if algorithm == .spatial {
             minDetectionConfidence = try number("min_detection_confidence")

@@ -106,8 +106,8 @@ extension YOLO {
         }
         guard batch >= 1 else { throw YOLOError.invalidConfiguration(field: "batch", value: "\(batch)", reason: "must be at least 1") }
         var config = YOLOConfiguration()
-        config.confidence = confidence
-        config.iou = iou
+        config.confidenceThreshold = confidence
+        config.iouThreshold = iou
         config.maxDetections = maxDetections
         config.imageSize = imageSize
         config.threads = configuration.threads

@@ -25,7 +25,7 @@ final class ConcurrencyStressTests: XCTestCase {
         // Small inputs keep 1600 predictions to seconds (sharing is what is under test); a low
         // threshold keeps boxes to compare at that size.
         configuration.imageSize = 128
-        configuration.confidence = 0.05
+        configuration.confidenceThreshold = 0.05
         let model = try YOLO(contentsOf: weightsFile("yolo26n"),
                              configuration: configuration)
         let images = try ["bus", "zidane"].map {

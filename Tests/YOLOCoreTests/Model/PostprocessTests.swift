@@ -60,13 +60,56 @@ final class PostprocessTests: XCTestCase {
         config.classes = [1]
         XCTAssertEqual(nonMaxSuppression(p, config).map(\.cls), [1])
         config.classes = nil
-        config.confidence = 0.15
+        config.confidenceThreshold = 0.15
         XCTAssertEqual(nonMaxSuppression(p, config).map(\.score), [0.9, 0.85, 0.2])
         config.maxDetections = 2
         XCTAssertEqual(nonMaxSuppression(p, config).count, 2)
-        config.iou = 0.9
+        config.iouThreshold = 0.9
         config.maxDetections = 300
         XCTAssertEqual(nonMaxSuppression(p, config).count, 4, "IoU 0.81 < 0.9 keeps the overlapping box")
+    }
+
+    /// `excludedClasses` filters before NMS, as `classes`: the box it drops suppresses nothing.
+    func testExcludedClassesFilterBeforeNMS() {
+        let anchors: [[Float]] = [[100, 100, 100, 100, 0.9, 0.1], [102, 102, 100, 100, 0.1, 0.85]]
+        var p = Tensor(zeros: [1, 6, 2])
+        for (i, a) in anchors.enumerated() { for r in 0..<6 { p.scalars[r * 2 + i] = a[r] } }
+        var config = YOLOConfiguration()
+        config.agnosticNMS = true
+        XCTAssertEqual(nonMaxSuppression(p, config).map(\.cls), [0])
+        config.excludedClasses = [0]
+        XCTAssertEqual(nonMaxSuppression(p, config).map(\.cls), [1], "class 0 gone before NMS")
+        let rows = Tensor(shape: [1, 3, 6], scalars: [0, 0, 10, 10, 0.9, 2, 5, 5, 20, 20, 0.5, 1, 1, 1, 2, 2, 0.4, 0])
+        config.excludedClasses = [2, 0]
+        XCTAssertEqual(selectEndToEnd(rows, config).map(\.cls), [1])
+        config.classes = [2]
+        XCTAssertEqual(selectEndToEnd(rows, config).map(\.cls), [], "both filters apply")
+    }
+
+    /// Of two final boxes of different classes overlapping by more than `overlapThreshold`, the
+    /// lower priority goes; same classes, equal priorities and the threshold itself keep both.
+    func testClassPrioritySuppression() {
+        // End-to-end rows (x1, y1, x2, y2, score, class), as NMS leaves them.
+        let rows: [[Float]] = [
+            [5, 5, 105, 105, 0.9, 7],       // truck on the car: IoU 0.82
+            [10, 10, 110, 110, 0.8, 0],     // person (priority 0) on the car: IoU 0.68
+            [0, 0, 100, 40, 0.7, 7],        // truck touching the car: IoU 0.4
+            [0, 0, 100, 100, 0.6, 2],       // car
+            [2, 2, 102, 102, 0.55, 2],      // another car on the car
+            [300, 300, 350, 350, 0.5, 16],  // dog, alone
+            [302, 302, 352, 352, 0.45, 17], // horse on the dog, both priority 0
+        ]
+        var config = YOLOConfiguration()
+        let detections = selectEndToEnd(Tensor(shape: [1, rows.count, 6], scalars: rows.flatMap { $0 }), config)
+        XCTAssertEqual(detections.count, 7)
+        XCTAssertEqual(suppressByPriority(detections, config, rotated: false), detections, "no priorities")
+        config.classPriority = [2: 10, 7: 5]
+        XCTAssertEqual(suppressByPriority(detections, config, rotated: false).map(\.score), [0.7, 0.6, 0.55, 0.5, 0.45])
+        config.overlapThreshold = 0.75  // the person overlaps the second car by 0.73
+        XCTAssertEqual(suppressByPriority(detections, config, rotated: false).map(\.score), [0.8, 0.7, 0.6, 0.55, 0.5, 0.45])
+        // Rotated boxes compare by probabilistic IoU.
+        let rotated = selectEndToEnd(Tensor(shape: [1, 2, 7], scalars: [50, 50, 100, 20, 0.9, 7, 0.3, 51, 50, 100, 20, 0.8, 2, 0.3]), config)
+        XCTAssertEqual(suppressByPriority(rotated, config, rotated: true).map(\.cls), [2])
     }
 
     func testTiesKeepAnchorOrder() {
@@ -92,15 +135,23 @@ final class PostprocessTests: XCTestCase {
     func testConfigurationValidation() {
         var config = YOLOConfiguration()
         XCTAssertNoThrow(try config.validate())
-        config.confidence = 1.5
+        config.confidenceThreshold = 1.5
         XCTAssertThrowsError(try config.validate()) { error in
-            XCTAssertEqual(error as? YOLOError, .invalidConfiguration(field: "confidence", value: "1.5", reason: "must be in 0…1"))
+            XCTAssertEqual(error as? YOLOError, .invalidConfiguration(field: "confidenceThreshold", value: "1.5", reason: "must be in 0…1"))
         }
         config = YOLOConfiguration()
         config.maxDetections = 0
         XCTAssertThrowsError(try config.validate())
         config = YOLOConfiguration()
-        config.iou = -0.1
+        config.iouThreshold = -0.1
+        XCTAssertThrowsError(try config.validate())
+        config = YOLOConfiguration()
+        config.excludedClasses = [3, -1]
+        XCTAssertThrowsError(try config.validate()) { error in
+            XCTAssertEqual(error as? YOLOError, .invalidConfiguration(field: "excludedClasses", value: "-1", reason: "class indices are ≥ 0"))
+        }
+        config = YOLOConfiguration()
+        config.overlapThreshold = 1.5
         XCTAssertThrowsError(try config.validate())
     }
 }

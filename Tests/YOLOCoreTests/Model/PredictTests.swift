@@ -196,6 +196,29 @@ final class PredictTests: XCTestCase {
         XCTAssertEqual(boxes.boxes, segmented.boxes)
     }
 
+    /// `task:` at load: a model that cannot serve it fails before any prediction; one that can
+    /// runs it when a prediction asks for none.
+    func testTaskMismatchAtLoad() async throws {
+        XCTAssertThrowsError(try YOLO(contentsOf: weightsFile("yolo26n"), task: .segment)) { error in
+            XCTAssertEqual(error as? YOLOError, .taskMismatch(model: "yolo26n.safetensors", task: "detect", requested: "segment"))
+        }
+        var store = ModelStore(searchDirectories: [try weightsDirectory()], offline: true)
+        store.cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-no-cache")
+        do {
+            _ = try await YOLO("yolo26n-cls", task: .detect, store: store)
+            XCTFail("expected taskMismatch")
+        } catch let error as YOLOError {
+            XCTAssertEqual(error, .taskMismatch(model: "yolo26n-cls.safetensors", task: "classify", requested: "detect"))
+        }
+        let segmenter = try await YOLO("yolo26n-seg", task: .detect, store: store)
+        XCTAssertEqual(segmenter.task, .segment, "the model's own task")
+        let result = try await segmenter.predict(try sharedFile("images/bus.jpg").path)
+        XCTAssertEqual(result.task, .detect, "the task given at load")
+        XCTAssertTrue(result.masks.isEmpty)
+        let segmented = try await segmenter.predict(try sharedFile("images/bus.jpg").path, task: .segment)
+        XCTAssertEqual(segmented.task, .segment)
+    }
+
     func testJSONKeysForEveryTask() async throws {
         let cases: [(String, String, String, Set<String>)] = [
             ("yolo26n-seg", "bus", "masks", ["shape", "area", "polygons_xy"]),
@@ -252,7 +275,7 @@ final class PredictTests: XCTestCase {
         let buses = try await yolo.predict(bus).boxes
         XCTAssertEqual(buses.map(\.name), ["bus"])
         yolo.configuration.classes = nil
-        yolo.configuration.confidence = 0.9
+        yolo.configuration.confidenceThreshold = 0.9
         let confident = try await yolo.predict(bus).boxes
         XCTAssertEqual(confident.count, 3)
         yolo.configuration.maxDetections = 0
@@ -364,7 +387,7 @@ final class PredictTests: XCTestCase {
     func testMaxDetectionsAboveThreeHundredAndAgnostic() async throws {
         let yolo = try await model("yolo26n")
         let bus = try sharedFile("images/bus.jpg").path
-        yolo.configuration.confidence = 0
+        yolo.configuration.confidenceThreshold = 0
         yolo.configuration.maxDetections = 1000
         let many = try await yolo.predict(bus).boxes
         XCTAssertEqual(many.count, 1000, "6300 anchors × 80 classes above confidence 0")

@@ -43,7 +43,7 @@ final class SolutionsTests: XCTestCase {
         let model = try Fixtures.model("yolo26n")
         var tracker = ObjectTracker(.bytetrack)
         let session = try YOLOSession(model: model, source: .video(try sharedFile("videos/pan.mp4")))
-        XCTAssertEqual(session.configuration.confidence, 0.25, "Ultralytics' SolutionConfig conf")
+        XCTAssertEqual(session.configuration.confidenceThreshold, 0.25, "Ultralytics' SolutionConfig conf")
         var frames = 0
         for await result in session.results {
             let i = try XCTUnwrap(result.frame)

@@ -38,7 +38,7 @@ final class LiveSourceTests: XCTestCase {
 
     func testMissingCameraAndBadPolicyAreErrors() throws {
         let model = try Fixtures.model("yolo26n", imageSize: 64)
-        XCTAssertThrowsError(try YOLOSession(model: model, source: .camera("/dev/video57"))) { error in
+        XCTAssertThrowsError(try YOLOSession(model: model, source: .camera(.device(57)))) { error in
             guard case let .cameraNotFound(device, _) = error as? SourceError else { return XCTFail("\(error)") }
             XCTAssertEqual(device, "/dev/video57")
             XCTAssertTrue(error.localizedDescription.hasPrefix("no camera at /dev/video57: "), error.localizedDescription)

@@ -115,14 +115,14 @@ final class YOLOSessionTests: XCTestCase {
         for await result in session.results {
             let frame = result.frame!
             lowest[frame] = result.boxes.map(\.conf).min() ?? 1
-            if frame == 1 { session.configuration.confidence = 0.9 }
+            if frame == 1 { session.configuration.confidenceThreshold = 0.9 }
             if frame == 4 { session.stop() }
         }
         XCTAssertEqual(lowest.keys.sorted(), [0, 1, 2, 3, 4])
         XCTAssertLessThan(min(lowest[0]!, lowest[1]!), 0.9, "the first frames have a box below 0.9")
         for frame in 2...4 { XCTAssertGreaterThanOrEqual(lowest[frame]!, 0.9, "frame \(frame)") }
-        XCTAssertEqual(session.configuration.confidence, 0.9)
-        XCTAssertEqual(model.configuration.confidence, 0.25)
+        XCTAssertEqual(session.configuration.confidenceThreshold, 0.9)
+        XCTAssertEqual(model.configuration.confidenceThreshold, 0.25)
     }
 
     /// An invalid setting ends the session at the next frame with the model's error.
@@ -131,10 +131,10 @@ final class YOLOSessionTests: XCTestCase {
         var frames = [Int]()
         for await result in session.results {
             frames.append(result.frame!)
-            session.configuration.confidence = 2
+            session.configuration.confidenceThreshold = 2
         }
         XCTAssertEqual(frames, [0])
-        XCTAssertEqual(session.error as? YOLOError, .invalidConfiguration(field: "confidence", value: "2.0", reason: "must be in 0…1"))
+        XCTAssertEqual(session.error as? YOLOError, .invalidConfiguration(field: "confidenceThreshold", value: "2.0", reason: "must be in 0…1"))
     }
 
     /// Detect → segment on a running video: the frames go on counting, the task changes.
@@ -208,5 +208,54 @@ final class YOLOSessionTests: XCTestCase {
         let json = try JSONEncoder().encode(result)
         XCTAssertTrue(String(decoding: json, as: UTF8.self).contains(#""frame":7"#))
         XCTAssertEqual(try JSONDecoder().decode(Results.self, from: json).frame, 7)
+    }
+
+    /// `source` switched mid-session: every result after the first of the new source is from it,
+    /// its frames numbered from 0, none lost (a file); the tracker starts anew (IDs from 1); the
+    /// results carry the video's time.
+    func testSourceSwitchMidSession() async throws {
+        let scratch = try Fixtures.temporaryDirectory(self)
+        let first = scratch.appendingPathComponent("first.mp4"), second = scratch.appendingPathComponent("second.mp4")
+        for (url, filter) in [(first, "scale=640:360"), (second, "scale=320:180")] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path, "-t", "0.4",
+                                 "-vf", filter, "-an", url.path]
+            try process.run()
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0)
+        }
+        let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(first), tracker: .bytetrack)
+        var shapes = [[Int]](), frames = [Int](), ids = [[Int]](), times = [FrameTime?]()
+        for await result in session.results {
+            shapes.append(result.originalShape)
+            frames.append(result.frame!)
+            ids.append(result.boxes.compactMap(\.id))
+            times.append(result.time)
+            if shapes.count == 2 { session.source = .video(second) }
+        }
+        XCTAssertNil(session.error)
+        let switched = try XCTUnwrap(shapes.firstIndex(of: [180, 320]))
+        XCTAssertGreaterThanOrEqual(switched, 2)
+        XCTAssertEqual(shapes[..<switched].filter { $0 != [360, 640] }, [])
+        XCTAssertEqual(shapes[switched...].filter { $0 != [180, 320] }, [], "nothing from the first source after the switch")
+        XCTAssertEqual(Array(frames[..<switched]), Array(0..<switched))
+        XCTAssertEqual(Array(frames[switched...]), Array(0..<10), "the second video's 10 frames, from 0")
+        XCTAssertEqual(session.frameCount, 10)
+        XCTAssertEqual(times[switched + 5], .offset(0.2), "frame 5 of a 25 fps video")
+        let before = Set(ids[..<switched].joined()), after = ids[switched]
+        XCTAssertFalse(before.isEmpty)
+        XCTAssertFalse(after.isEmpty)
+        XCTAssertEqual(Set(after), Set(1...after.count), "a new tracker: IDs from 1")
+    }
+
+    /// `init(model:camera:)` opens `/dev/video<n>`; a missing camera is a typed error naming it.
+    func testCameraNames() throws {
+        XCTAssertEqual([YOLOSession.Camera.back, .front, .device(3), .path("/dev/v4l/by-id/cam")].map(\.path),
+                       ["/dev/video0", "/dev/video1", "/dev/video3", "/dev/v4l/by-id/cam"])
+        XCTAssertThrowsError(try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 64), camera: .device(57))) { error in
+            guard case let .cameraNotFound(device, _)? = error as? SourceError else { return XCTFail("\(error)") }
+            XCTAssertEqual(device, "/dev/video57")
+        }
     }
 }

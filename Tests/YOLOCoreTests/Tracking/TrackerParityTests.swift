@@ -60,7 +60,7 @@ final class TrackerParityTests: XCTestCase {
             try JSONDecoder().decode(Reference.self, from: Data(contentsOf: sharedFile("reference/video/" + $0.0))).frames
         }
         var configuration = YOLOConfiguration()
-        configuration.confidence = 0.1
+        configuration.confidenceThreshold = 0.1
         let model = try YOLO(contentsOf: weightsFile("yolo26n"), configuration: configuration)
         let session = try YOLOSession(model: model, source: .video(try sharedFile("videos/pan.mp4")))
         var states = trackers.map { ObjectTracker($0.1) }
@@ -104,7 +104,7 @@ final class TrackerParityTests: XCTestCase {
             var frames: [Frame]
         }
         var configuration = YOLOConfiguration()
-        configuration.confidence = 0.1
+        configuration.confidenceThreshold = 0.1
         let model = try YOLO(contentsOf: weightsFile("yolo26n-obb"), configuration: configuration)
         let boats = try Image(contentsOf: sharedFile("images/boats.jpg"))
         let frames = try (0..<20).map { i -> Image in

@@ -363,6 +363,33 @@ final class TrackerTests: XCTestCase {
         Box(xyxy: [x1, y1, x2, y2], conf: conf, cls: 0, name: "person", originalShape: [480, 640])
     }
 
+    /// `expireAfter` at 10 fps: a track unmatched since frame 10 (0.9 s) goes in frame 26, the
+    /// first more than 1.5 s later, in every engine; without frame times, or without the
+    /// setting, only the frame limit removes it (ByteTrack, TrackTrack: 30 frames; spatial: 90).
+    func testTimeBasedExpiry() {
+        let a = box(100, 100, 200, 300)
+        for algorithm in [TrackerConfiguration.Algorithm.bytetrack, .tracktrack, .ocsort, .spatial] {
+            func removalFrame(expireAfter: Double?, timed: Bool) -> Int? {
+                var configuration = TrackerConfiguration(algorithm: algorithm)
+                configuration.expireAfter = expireAfter
+                var tracker = ObjectTracker(configuration)
+                for frame in 1...120 {
+                    _ = tracker.update(frame <= 10 ? [a] : [], time: timed ? Double(frame - 1) / 10 : nil)
+                    if tracker.removedTracks.contains(where: { $0.id == 1 }) { return frame }
+                }
+                return nil
+            }
+            let frameLimit = algorithm == .spatial ? 100 : 41
+            XCTAssertEqual(removalFrame(expireAfter: 1.5, timed: true), 26, "\(algorithm)")
+            XCTAssertEqual(removalFrame(expireAfter: nil, timed: true), frameLimit, "\(algorithm)")
+            XCTAssertEqual(removalFrame(expireAfter: 1.5, timed: false), frameLimit, "\(algorithm)")
+            XCTAssertEqual(removalFrame(expireAfter: 10, timed: true), frameLimit, "\(algorithm): the frames come first")
+        }
+        XCTAssertEqual(try TrackerConfiguration(yaml: "tracker_type: spatial\nmin_detection_confidence: 0.35\nhigh_iou_threshold: 0.75\n"
+            + "confirmation_frames: 3\nstale_frames: 15\nlost_frames: 90\nrecapture_distance: 0.5\nsmoothing: 0.6\nmax_tracks: 20\n"
+            + "expire_after: 1.5\n").expireAfter, 1.5)
+    }
+
     /// tentative → confirmed → lost → removed, a lost track found again under its ID, a
     /// tentative track dropped, and what each frame reports.
     func testTrackLifecycle() {
@@ -461,7 +488,7 @@ final class TrackerTests: XCTestCase {
         let bus = try sharedFile("images/bus.jpg")
         let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320),
                                       source: .images(Array(repeating: bus, count: 4)), tracker: .bytetrack)
-        XCTAssertEqual(session.configuration.confidence, 0.1, "as model.track")
+        XCTAssertEqual(session.configuration.confidenceThreshold, 0.1, "as model.track")
         XCTAssertEqual(session.tracker, .bytetrack)
         var ids = [[Int?]]()
         for await result in session.results {
