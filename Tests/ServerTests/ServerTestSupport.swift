@@ -1,0 +1,54 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import TestSupport
+import XCTest
+import YOLOCore
+@testable import YOLOServer
+
+/// The five tasks' models, loaded once for every server the tests start.
+let servedModels: ServedModels? = try? ServedModels(["yolo26n", "yolo26n-seg", "yolo26n-pose", "yolo26n-obb", "yolo26n-cls"].map { try weightsFile($0).path })
+
+/// A server with the test models on a free loopback port: `configure` adjusts its limits, `body`
+/// talks to it.
+func withServer<Value: Sendable>(_ configure: (inout ServerConfiguration) -> Void = { _ in },
+                                 _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+    guard let models = servedModels else { throw MissingTestData(path: try weightsDirectory().path) }
+    try await models.load()
+    var configuration = ServerConfiguration(models: models.names)
+    configuration.port = 0
+    configuration.workers = 2
+    configure(&configuration)
+    var logger = Logger(label: "yolo-serve-tests")
+    logger.logLevel = .warning
+    return try await InferenceServer(configuration, models: models, logger: logger).application().test(.live, body)
+}
+
+/// A `multipart/form-data` body with `fields` and a file part `file` named `filename`.
+func multipart(file: (name: String, filename: String, data: Data), fields: [(String, String)] = []) -> (body: ByteBuffer, contentType: String) {
+    let boundary = "yolo-swift-test-boundary"
+    var body = Data()
+    for (name, value) in fields {
+        body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+    }
+    body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(file.name)\"; filename=\"\(file.filename)\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+    body += file.data + Data("\r\n--\(boundary)--\r\n".utf8)
+    return (ByteBuffer(bytes: body), "multipart/form-data; boundary=\(boundary)")
+}
+
+/// A test image's bytes.
+func imageData(_ name: String) throws -> Data { try Data(contentsOf: try sharedFile("images/\(name)")) }
+
+/// A response body as a JSON object.
+func object(_ body: ByteBuffer) throws -> [String: Any] {
+    try XCTUnwrap(JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any], String(buffer: body))
+}
+
+/// A result record without what differs between runs (`speed_ms`) or names the input (`image`).
+func comparable(_ record: [String: Any]) -> NSDictionary {
+    var record = record
+    record["speed_ms"] = nil
+    record["image"] = nil
+    return record as NSDictionary
+}
