@@ -28,13 +28,14 @@ struct FormPart: Sendable {
                   let headerEnd = body.range(of: separator, in: start..<next.lowerBound) else {
                 throw ServerError.badForm(reason: "a part is not terminated by the boundary")
             }
-            let headers = String(decoding: body[(start + 2)..<headerEnd.lowerBound], as: UTF8.self)
+            // From the CRLF after the delimiter: a part without headers is CRLF CRLF.
+            let headers = String(decoding: body[start..<headerEnd.lowerBound], as: UTF8.self)
             guard let disposition = headers.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-disposition:") }),
                   let name = parameter("name", in: disposition) else {
                 throw ServerError.badForm(reason: "a part has no Content-Disposition name")
             }
             parts.append(FormPart(name: name, filename: parameter("filename", in: disposition),
-                                  data: body[headerEnd.upperBound..<next.lowerBound]))
+                                  data: Data(body[headerEnd.upperBound..<next.lowerBound])))
             start = next.upperBound
         }
         return parts

@@ -26,7 +26,7 @@ public final class ServedModels: Sendable {
     /// Models by name or path, as `YOLO(_:)` takes them; the first is the default.
     public init(_ models: [String], store: ModelStore? = nil) {
         sources = models
-        names = models.map(ServedModel.name)
+        names = models.map(ServedModel.name(of:))
         self.store = store
     }
 

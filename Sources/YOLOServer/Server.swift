@@ -93,6 +93,11 @@ public struct InferenceServer: Sendable {
         guard models.isReady else { throw ServerError.notReady }
     }
 
+    /// The main type of a `Content-Type` value, lowercased (`image/jpeg` of `image/jpeg; q=1`).
+    private func mediaType(_ contentType: String) -> String {
+        contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+    }
+
     /// The request's body, read no further than `--max-body`.
     private func body(_ request: Request) async throws -> Data {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > configuration.maxBody {
@@ -106,15 +111,23 @@ public struct InferenceServer: Sendable {
         }
     }
 
-    /// Decodes `image` and runs `model` on it in a worker, with the image's annotated JPEG when
-    /// asked: the request's whole CPU work off the server's threads.
-    private func predict(_ image: Data, model: ServedModel, _ parameters: PredictParameters)
-        async throws -> (Results, jpeg: Data?, WorkerPool.Timings) {
+    /// One prediction's input: the image's bytes, the file name its record carries, the model
+    /// and the settings.
+    private struct Job: Sendable {
+        let image: Data, name: String?, model: ServedModel, parameters: PredictParameters
+    }
+
+    /// Reads a job with `read` (once admitted to the worker pool), decodes its image and runs its
+    /// model in a worker, with the annotated JPEG when asked: the request's CPU work off the
+    /// server's threads.
+    private func predict(reading read: () async throws -> Job) async throws -> (Results, jpeg: Data?, WorkerPool.Timings) {
         do {
-            let ((result, jpeg), timings) = try await pool.run { cancellation in
-                let decoded = try Image(data: image, maxPixels: parameters.configuration.maxImagePixels)
-                let result = try model.yolo(decoded, task: nil, configuration: parameters.configuration, cancellation: cancellation)
-                return (result, parameters.annotated ? try result.annotated().jpegData() : nil)
+            let ((result, jpeg), timings) = try await pool.run(reading: read) { job, cancellation in
+                let settings = job.parameters.configuration
+                let image = try Image(data: job.image, maxPixels: settings.maxImagePixels)
+                var result = try job.model.yolo(image, task: nil, configuration: settings, cancellation: cancellation)
+                result.path = job.name
+                return (result, try job.parameters.annotated ? result.annotated().jpegData() : nil)
             }
             return (result, jpeg, timings)
         } catch {
@@ -129,21 +142,21 @@ public struct InferenceServer: Sendable {
         let parameters = try PredictParameters(strings(request.uri.queryParameters), base: base)
         let model = try models.model(named: parameters.model)
         let contentType = request.headers[.contentType] ?? ""
-        let image: Data, name: String?
+        let form: Bool
         switch mediaType(contentType) {
-        case "image/jpeg", "image/png":
-            (image, name) = (try await body(request), nil)
-        case "multipart/form-data":
+        case "image/jpeg", "image/png": form = false
+        case "multipart/form-data": form = true
+        default:
+            throw ServerError.unsupportedMediaType(contentType: contentType, accepted: "image/jpeg, image/png or multipart/form-data with a field 'image'")
+        }
+        let (result, jpeg, timings) = try await predict {
+            guard form else { return Job(image: try await body(request), name: nil, model: model, parameters: parameters) }
             let parts = try FormPart.parse(try await body(request), contentType: contentType)
             guard let part = parts.first(where: { $0.name == "image" }) else {
                 throw ServerError.badForm(reason: "no field 'image' (fields: \(parts.map(\.name).joined(separator: ", ")))")
             }
-            (image, name) = (part.data, part.filename)
-        default:
-            throw ServerError.unsupportedMediaType(contentType: contentType, accepted: "image/jpeg, image/png or multipart/form-data with a field 'image'")
+            return Job(image: part.data, name: part.filename, model: model, parameters: parameters)
         }
-        var (result, jpeg, timings) = try await predict(image, model: model, parameters)
-        result.path = name
         var response = jpeg.map { Response(status: .ok, headers: [.contentType: "image/jpeg"], body: .init(byteBuffer: ByteBuffer(bytes: $0))) }
             ?? .json(result)
         response.headers[.serverTiming] = timings.header
@@ -158,15 +171,17 @@ public struct InferenceServer: Sendable {
         guard mediaType(contentType) == "multipart/form-data" else {
             throw ServerError.unsupportedMediaType(contentType: contentType, accepted: "multipart/form-data with a field 'file'")
         }
-        let parts = try FormPart.parse(try await body(request), contentType: contentType)
-        guard let file = parts.first(where: { $0.name == "file" }) else {
-            throw ServerError.badForm(reason: "no field 'file' (fields: \(parts.map(\.name).joined(separator: ", ")))")
+        let (result, _, timings) = try await predict {
+            let parts = try FormPart.parse(try await body(request), contentType: contentType)
+            guard let file = parts.first(where: { $0.name == "file" }) else {
+                throw ServerError.badForm(reason: "no field 'file' (fields: \(parts.map(\.name).joined(separator: ", ")))")
+            }
+            var fields = [String: String]()
+            for part in parts where part.filename == nil && part.name != "file" { fields[part.name] = part.text }
+            fields["format"] = nil
+            let parameters = try PredictParameters(fields, base: base)
+            return Job(image: file.data, name: file.filename, model: try models.model(named: parameters.model), parameters: parameters)
         }
-        var fields = [String: String]()
-        for part in parts where part.filename == nil && part.name != "file" { fields[part.name] = part.text }
-        fields["format"] = nil
-        let parameters = try PredictParameters(fields, base: base)
-        let (result, _, timings) = try await predict(file.data, model: try models.model(named: parameters.model), parameters)
         var response = Response.json(UltralyticsResponse(result))
         response.headers[.serverTiming] = timings.header
         return response
@@ -199,7 +214,7 @@ public struct InferenceServer: Sendable {
                 guard case let .binary(buffer) = message else {
                     throw ServerError.unsupportedMediaType(contentType: "text message", accepted: "binary messages of JPEG or PNG bytes")
                 }
-                var (result, _, _) = try await predict(Data(buffer: buffer), model: model, parameters)
+                var (result, _, _) = try await predict { Job(image: Data(buffer: buffer), name: nil, model: model, parameters: parameters) }
                 result.frame = frame
                 if tracker != nil { result = try tracker!.update(result) }
                 frame += 1

@@ -25,9 +25,12 @@ final class WorkerPool: Sendable {
         executor = InferenceExecutor(width: workers)
     }
 
-    /// Runs `work` in a slot, or throws `ServerError.queueFull` when every slot is taken and
-    /// `queue` jobs already wait. Cancelling the caller (a closed connection) stops its pass.
-    func run<T: Sendable>(_ work: @escaping @Sendable (Cancellation) throws -> T) async throws -> (T, Timings) {
+    /// Reads a request's input with `read`, then runs `work` on it in a slot. A request is
+    /// admitted before its input is read, so at most `workers + queue` inputs are held at once,
+    /// and one refused (`ServerError.queueFull` when every slot is taken and `queue` jobs already
+    /// wait) costs no read. Cancelling the caller (a closed connection) stops its pass.
+    func run<Input: Sendable, T: Sendable>(reading read: () async throws -> Input,
+                                           _ work: @escaping @Sendable (Input, Cancellation) throws -> T) async throws -> (T, Timings) {
         let admitted = counts.withLock { c in
             guard c.admitted < workers + queue else { return false }
             c.admitted += 1
@@ -39,6 +42,7 @@ final class WorkerPool: Sendable {
             counts.withLock { $0.admitted -= 1 }
             publish()
         }
+        let input = try await read()
         let queued = ContinuousClock.now
         return try await executor.run { [self] cancellation in
             let started = ContinuousClock.now
@@ -48,7 +52,7 @@ final class WorkerPool: Sendable {
                 counts.withLock { $0.running -= 1 }
                 publish()
             }
-            let value = try work(cancellation)
+            let value = try work(input, cancellation)
             let timings = Timings(queue: started - queued, run: ContinuousClock.now - started)
             metrics.queueWait.recordNanoseconds(timings.queue.nanoseconds)
             metrics.inference.recordNanoseconds(timings.run.nanoseconds)

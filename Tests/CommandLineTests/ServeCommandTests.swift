@@ -58,11 +58,14 @@ final class ServeCommandTests: CommandTestCase {
         let images = try sharedFile("images")
         let (server, port) = try serve(models.flatMap { ["--model", $0] } + ["--workers", "1"])
         defer { kill(server.process.processIdentifier, SIGTERM); _ = try? server.wait(timeout: 30) }
+        // yolo predict runs in a folder of its own: its output files are not the server's.
+        let folder = scratch.appendingPathComponent("predict")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for model in models {
             let predicted = try runCommand(executable, ["predict", "--model", model, "--source", images.path, "--save-json", "\(model).json"],
-                                           in: scratch, environment: try environment)
+                                           in: folder, environment: try environment)
             XCTAssertEqual(predicted.status, 0, predicted.stderr)
-            let records = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: scratch.appendingPathComponent("\(model).json")))
+            let records = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("\(model).json")))
                 as? [[String: Any]])
             XCTAssertEqual(records.count, 3)
             for record in records {

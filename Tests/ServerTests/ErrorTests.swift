@@ -1,5 +1,5 @@
 import Foundation
-import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import TestSupport
 import XCTest
@@ -11,7 +11,6 @@ final class ErrorTests: XCTestCase {
     /// prediction still answer.
     func testErrorsLeaveTheServerReady() async throws {
         let bus = try imageData("bus.jpg")
-        let png = try Image(data: bus).pngData()
         try await withServer({ $0.maxBody = 1 << 20; $0.maxPixels = 640 * 640 }) { client in
             let jpeg: HTTPFields = [.contentType: "image/jpeg"]
             let small = ByteBuffer(bytes: try imageData("zidane.jpg").prefix(20_000))
@@ -27,7 +26,7 @@ final class ErrorTests: XCTestCase {
                 ("/v1/predict?classes=a", jpeg, small, .badRequest, "parameter classes=a is invalid"),
                 ("/v1/predict?format=gif", jpeg, small, .badRequest, "parameter format=gif is invalid"),
                 ("/v1/predict", jpeg, ByteBuffer(bytes: bus), .contentTooLarge, "the image claims 810×1080 pixels, more than the limit of 409600"),
-                ("/v1/predict", [.contentType: "image/png"], ByteBuffer(bytes: png), .contentTooLarge, "larger than the limit of 1048576 bytes"),
+                ("/v1/predict", [.contentType: "image/png"], ByteBuffer(repeating: 0, count: 1_500_000), .contentTooLarge, "larger than the limit of 1048576 bytes"),
                 ("/v1/predict", [.contentType: "multipart/form-data; boundary=x"], small, .badRequest, "the multipart form cannot be used"),
                 ("/predict", jpeg, small, .unsupportedMediaType, "send multipart/form-data with a field 'file'"),
             ]

@@ -45,10 +45,16 @@ func object(_ body: ByteBuffer) throws -> [String: Any] {
     try XCTUnwrap(JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any], String(buffer: body))
 }
 
-/// A result record without what differs between runs (`speed_ms`) or names the input (`image`).
-func comparable(_ record: [String: Any]) -> NSDictionary {
-    var record = record
-    record["speed_ms"] = nil
-    record["image"] = nil
-    return record as NSDictionary
+/// A result record as canonical JSON text (sorted keys), without what differs between runs
+/// (`speed_ms`) or names the input (`image`).
+func canonical(_ record: Data) throws -> String {
+    var object = try XCTUnwrap(JSONSerialization.jsonObject(with: record) as? [String: Any], String(decoding: record, as: UTF8.self))
+    object["speed_ms"] = nil
+    object["image"] = nil
+    return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+}
+
+/// A record's field, decoded from its canonical text.
+func field(_ record: String, _ key: String) -> Any? {
+    (try? JSONSerialization.jsonObject(with: Data(record.utf8)) as? [String: Any])?[key]
 }
