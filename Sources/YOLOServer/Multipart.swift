@@ -1,17 +1,17 @@
 import Foundation
 
 /// One part of a `multipart/form-data` body (RFC 7578): a form field or a file.
-struct FormPart: Sendable {
-    let name: String
-    let filename: String?
-    let data: Data
+package struct FormPart: Sendable {
+    package let name: String
+    package let filename: String?
+    package let data: Data
 
     /// The part's bytes as text (a form field's value).
-    var text: String { String(decoding: data, as: UTF8.self) }
+    package var text: String { String(decoding: data, as: UTF8.self) }
 
     /// The parts of `body`, delimited by the boundary of `contentType`; a body that does not
     /// follow the format is `ServerError.badForm`.
-    static func parse(_ body: Data, contentType: String) throws -> [FormPart] {
+    package static func parse(_ body: Data, contentType: String) throws -> [FormPart] {
         guard let boundary = boundary(of: contentType) else {
             throw ServerError.badForm(reason: "the content type gives no boundary")
         }

@@ -47,11 +47,10 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
-        var fields = ["time": ISO8601DateFormatter().string(from: Date()), "level": level.rawValue, "label": label,
-                      "message": message.description]
-        for (key, value) in metadata.merging(extra ?? [:], uniquingKeysWith: { $1 }) { fields[key] = value.description }
+    public func log(event: LogEvent) {
+        var fields = ["time": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "label": label,
+                      "message": event.message.description]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { fields[key] = value.description }
         FileHandle.standardError.write(jsonData(fields) + Data("\n".utf8))
     }
 }

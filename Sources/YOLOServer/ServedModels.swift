@@ -18,7 +18,8 @@ struct ServedModel: Sendable {
 /// The models of a server, loaded and warmed up once (`load`); `/readyz` answers 200 from then on.
 /// Tests share one set between servers to load the weights once.
 public final class ServedModels: Sendable {
-    let names: [String]
+    /// The names requests give, in order.
+    package let names: [String]
     private let sources: [String]
     private let store: ModelStore?
     private let loaded = Mutex<[ServedModel]?>(nil)

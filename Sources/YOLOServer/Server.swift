@@ -193,8 +193,8 @@ public struct InferenceServer: Sendable {
         let parameters = try PredictParameters(strings(query), base: base)
         let tracker = try query["tracker"].map { name in
             // Built-in trackers only: a client must not make the server read files.
-            guard let algorithm = TrackerConfiguration.Algorithm(rawValue: name) else {
-                throw ServerError.badParameter(name: "tracker", value: name,
+            guard let algorithm = TrackerConfiguration.Algorithm(rawValue: String(name)) else {
+                throw ServerError.badParameter(name: "tracker", value: String(name),
                                                reason: "use " + TrackerConfiguration.Algorithm.allCases.map(\.rawValue).joined(separator: ", "))
             }
             return TrackerConfiguration(algorithm: algorithm)

@@ -91,7 +91,7 @@ extension ServerError: HTTPResponseError {
 }
 
 /// `value` as JSON with sorted keys, as `yolo predict --save-json` writes its records.
-func jsonData(_ value: some Encodable) -> Data {
+package func jsonData(_ value: some Encodable) -> Data {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     // Only a non-finite number fails to encode, which no result holds: an error names the bug.
@@ -107,5 +107,5 @@ extension Response {
 
 extension HTTPField.Name {
     /// Where a prediction's time went (`queue;dur=…, inference;dur=…`, milliseconds).
-    static let serverTiming = Self("Server-Timing")!
+    package static let serverTiming = Self("Server-Timing")!
 }

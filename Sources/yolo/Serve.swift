@@ -58,7 +58,7 @@ struct Serve: AsyncParsableCommand {
         configuration.drainTimeout = drainTimeout
         let format = logFormat
         LoggingSystem.bootstrap { label in
-            format == .json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            format == .json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
         }
         do {
             try await InferenceServer(configuration, logger: Logger(label: "yolo-serve")).run()

@@ -32,25 +32,6 @@ final class ServeCommandTests: CommandTestCase {
         throw MissingTestInput(description: "yolo serve did not get ready: \(result.status) \(result.stderr)")
     }
 
-    /// A request's status and body, synchronously.
-    private func request(_ port: Int, _ path: String, image: Data? = nil) throws -> (status: Int, body: Data) {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.timeoutInterval = 60
-        if let image {
-            request.httpMethod = "POST"
-            request.httpBody = image
-            request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
-        }
-        let done = DispatchSemaphore(value: 0)
-        let answer = Mutex<Result<(status: Int, body: Data), any Error>>(.failure(URLError(.unknown)))
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            answer.withLock { $0 = error.map { .failure($0) } ?? .success(((response as? HTTPURLResponse)?.statusCode ?? 0, data ?? Data())) }
-            done.signal()
-        }.resume()
-        done.wait()
-        return try answer.withLock { $0 }.get()
-    }
-
     /// Every task on every shared image: the server's record equals the one `yolo predict
     /// --save-json` writes, but for the timings.
     func testAnswersEqualPredict() throws {
@@ -85,10 +66,10 @@ final class ServeCommandTests: CommandTestCase {
     func testSIGTERMDrainsRequestsInFlight() throws {
         let (server, port) = try serve(["--workers", "1", "--drain-timeout", "60"])
         let boats = try Data(contentsOf: try sharedFile("images/boats.jpg"))
-        let statuses = Mutex<[Int]>([])
+        let statuses = Locked<[Int]>([])
         let group = DispatchGroup()
         for _ in 0..<3 {
-            DispatchQueue.global().async(group: group) { [self] in
+            DispatchQueue.global().async(group: group) {
                 let status = (try? request(port, "/v1/predict?imgsz=1280", image: boats).status) ?? -1
                 statuses.withLock { $0.append(status) }
             }
@@ -106,4 +87,30 @@ final class ServeCommandTests: CommandTestCase {
         XCTAssertEqual(statuses.withLock { $0 }, [200, 200, 200], result.stderr)
         XCTAssertEqual(result.status, 0, result.stderr)
     }
+}
+
+/// A request's status and body, synchronously.
+private func request(_ port: Int, _ path: String, image: Data? = nil) throws -> (status: Int, body: Data) {
+    var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+    request.timeoutInterval = 60
+    if let image {
+        request.httpMethod = "POST"
+        request.httpBody = image
+        request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
+    }
+    let done = DispatchSemaphore(value: 0)
+    let answer = Locked<Result<(status: Int, body: Data), any Error>>(.failure(URLError(.unknown)))
+    URLSession.shared.dataTask(with: request) { data, response, error in
+        answer.withLock { $0 = error.map { .failure($0) } ?? .success(((response as? HTTPURLResponse)?.statusCode ?? 0, data ?? Data())) }
+        done.signal()
+    }.resume()
+    done.wait()
+    return try answer.withLock { $0 }.get()
+}
+
+/// A value shared with the threads of URLSession and Dispatch.
+private final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
 }

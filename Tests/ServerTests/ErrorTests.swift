@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import TestSupport
 import XCTest
-@testable import YOLOServer
+import YOLOServer
 
 /// Bad requests get a JSON error with their status, and the server goes on serving.
 final class ErrorTests: XCTestCase {

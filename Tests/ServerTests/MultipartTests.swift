@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import YOLOServer
+import YOLOServer
 
 /// `FormPart.parse` reads RFC 7578 forms and refuses malformed ones with `badForm`, never a crash.
 final class MultipartTests: XCTestCase {

@@ -1,9 +1,10 @@
 import Foundation
+import Hummingbird
 import HummingbirdTesting
 import TestSupport
 import XCTest
 import YOLOCore
-@testable import YOLOServer
+import YOLOServer
 
 /// `POST /v1/predict` and Ultralytics' `POST /predict` answer what `yolo predict` finds.
 final class PredictRouteTests: XCTestCase {

@@ -5,7 +5,7 @@ import Logging
 import TestSupport
 import XCTest
 import YOLOCore
-@testable import YOLOServer
+import YOLOServer
 
 /// The five tasks' models, loaded once for every server the tests start.
 let servedModels: ServedModels? = try? ServedModels(["yolo26n", "yolo26n-seg", "yolo26n-pose", "yolo26n-obb", "yolo26n-cls"].map { try weightsFile($0).path })
@@ -14,7 +14,8 @@ let servedModels: ServedModels? = try? ServedModels(["yolo26n", "yolo26n-seg", "
 /// talks to it.
 func withServer<Value: Sendable>(_ configure: (inout ServerConfiguration) -> Void = { _ in },
                                  _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
-    guard let models = servedModels else { throw MissingTestData(path: try weightsDirectory().path) }
+    let weights = try weightsDirectory().path
+    let models = try XCTUnwrap(servedModels, "the five yolo26n weight files are not all in \(weights)")
     try await models.load()
     var configuration = ServerConfiguration(models: models.names)
     configuration.port = 0

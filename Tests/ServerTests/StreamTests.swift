@@ -6,7 +6,7 @@ import Synchronization
 import TestSupport
 import XCTest
 import YOLOCore
-@testable import YOLOServer
+import YOLOServer
 
 /// `GET /v1/stream`: a WebSocket of frames in, results out, tracked per connection.
 final class StreamTests: XCTestCase {
