@@ -76,14 +76,16 @@ final class ServeCommandTests: CommandTestCase {
         }
         // SIGTERM once one request runs and two wait.
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
+        var busy = false
+        while !busy, Date() < deadline {
             let metrics = String(decoding: (try? request(port, "/metrics").body) ?? Data(), as: UTF8.self)
-            if metrics.contains("yolo_inference_in_flight 1.0"), metrics.contains("yolo_queue_length 2.0") { break }
-            usleep(10_000)
+            busy = metrics.contains("yolo_inference_in_flight 1.0") && metrics.contains("yolo_queue_length 2.0")
+            if !busy { usleep(10_000) }
         }
         kill(server.process.processIdentifier, SIGTERM)
         group.wait()
         let result = try server.wait(timeout: 60)
+        XCTAssertTrue(busy, "SIGTERM came with one request running and two queued")
         XCTAssertEqual(statuses.withLock { $0 }, [200, 200, 200], result.stderr)
         XCTAssertEqual(result.status, 0, result.stderr)
     }
