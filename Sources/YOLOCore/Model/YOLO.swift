@@ -113,7 +113,7 @@ public final class YOLO: Sendable {
     /// Runs the model on an image with `config` in place of the model's own configuration (a
     /// session's settings, which must not leak into a model shared with other code).
     package func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration,
-                        cancellation: Cancellation? = nil) throws -> Results {
+                                cancellation: Cancellation? = nil) throws -> Results {
         let task = try resolve(requested)
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds
