@@ -15,6 +15,13 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // `yolo serve` only (YOLOServer); YOLOCore stays free of them.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Implementation details. Tensor loads OpenBLAS at run time (see Sources/Tensor/GEMM/BLAS.swift).
@@ -26,9 +33,22 @@ let package = Package(
         .target(name: "CImageDecode", linkerSettings: [.linkedLibrary("jpeg")]),
         // Public API.
         .target(name: "YOLOCore", dependencies: ["YOLONet", "CJPEG", "CPNG", "CImageDecode", "Yams", .product(name: "Crypto", package: "swift-crypto")]),
+        // The HTTP server behind `yolo serve`.
+        .target(
+            name: "YOLOServer",
+            dependencies: [
+                "YOLOCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "yolo",
-            dependencies: ["YOLOCore", "YOLONet", "Tensor", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YOLOCore", "YOLONet", "Tensor", "YOLOServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "yolo-bench",
@@ -46,5 +66,13 @@ let package = Package(
         .testTarget(name: "YOLOCoreTests", dependencies: ["YOLOCore", "YOLONet", "TestSupport"]),
         .testTarget(name: "CommandLineTests", dependencies: ["TestSupport"]),
         .testTarget(name: "PlanExamplesTests", dependencies: ["YOLOCore"]),
+        .testTarget(
+            name: "ServerTests",
+            dependencies: [
+                "YOLOServer", "YOLOCore", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ]
+        ),
     ]
 )

@@ -10,7 +10,7 @@ struct YOLOCommand: AsyncParsableCommand {
         abstract: "Run Ultralytics YOLO models in Swift.",
         discussion: "Options are also taken in Ultralytics' form: yolo predict model=yolo26n.pt source=bus.jpg conf=0.5 save_txt=True.",
         version: "yolo-swift 0.1.0 (Ultralytics 8.4.190 results)",
-        subcommands: [Predict.self, Track.self, Solutions.self, Val.self, Export.self, Dump.self, Models.self])
+        subcommands: [Predict.self, Track.self, Solutions.self, Val.self, Export.self, Dump.self, Models.self, Serve.self])
 
     /// A CPU without the features this build targets gets a message, not an illegal instruction.
     /// Ultralytics' `key=value` form is rewritten into options first (`UltralyticsArguments`).

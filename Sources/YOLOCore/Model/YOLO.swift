@@ -34,6 +34,8 @@ public final class YOLO: Sendable {
     public var names: [String] { model.names }
     /// The task the model was trained for, from its weight file.
     public var task: YOLOTask { YOLOTask(rawValue: model.task.rawValue) ?? .detect }
+    /// The input size the model was trained at, used when the configuration gives none.
+    package var imageSize: Int { model.imageSize }
 
     /// Settings used from the next prediction on. Setting an invalid value throws at the next
     /// prediction, naming the field.
@@ -133,8 +135,8 @@ public final class YOLO: Sendable {
 
     /// Runs the model on an image with `config` in place of the model's own configuration (a
     /// session's settings, which must not leak into a model shared with other code).
-    func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration,
-                        cancellation: Cancellation? = nil) throws -> Results {
+    package func callAsFunction(_ image: Image, task requested: YOLOTask?, configuration config: YOLOConfiguration,
+                                cancellation: Cancellation? = nil) throws -> Results {
         let task = try resolve(requested)
         try config.validate()
         let start = DispatchTime.now().uptimeNanoseconds

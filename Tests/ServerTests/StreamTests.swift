@@ -1,0 +1,73 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import Hummingbird
+import Synchronization
+import TestSupport
+import XCTest
+import YOLOCore
+import YOLOServer
+
+/// `GET /v1/stream`: a WebSocket of frames in, results out, tracked per connection.
+final class StreamTests: XCTestCase {
+    /// Three frames with `tracker=bytetrack` answer, in order, the records `yolo track` writes
+    /// for them (the library's predictions through an `ObjectTracker`), IDs included; a text
+    /// message gets an error and the stream goes on.
+    func testTrackedStreamAnswersEachFrameInOrder() async throws {
+        let frames = ["bus.jpg", "bus.jpg", "zidane.jpg"]
+        let yolo = try await YOLO(try weightsFile("yolo26n").path)
+        var tracker = ObjectTracker(.bytetrack)
+        var expected = [String]()
+        for (i, name) in frames.enumerated() {
+            var result = try await yolo.predict(try sharedFile("images/\(name)").path)
+            result.path = nil
+            result.frame = i
+            result = try tracker.update(result)
+            expected.append(try canonical(jsonData(result)))
+        }
+        let ids = (field(expected[0], "boxes") as? [String: Any])?["id"] as? [Int]
+        XCTAssertEqual(ids?.count, 5, "every box of the first frame is tracked")
+        let data = try frames.map(imageData)
+        let answers = try await withServer { client in
+            let port = try XCTUnwrap(client.port)
+            let received = Received()
+            try await WebSocketClient.connect(url: "ws://localhost:\(port)/v1/stream?model=yolo26n&tracker=bytetrack",
+                                              configuration: .init(maxFrameSize: 1 << 20), logger: Logger(label: "stream-test")) {
+                inbound, outbound, _ in
+                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                for frame in data {
+                    try await outbound.writeBinaryMessage(ByteBuffer(bytes: frame))
+                    if case let .text(text)? = try await messages.next() { received.append(text) }
+                }
+                try await outbound.writeTextMessage("hello")
+                if case let .text(text)? = try await messages.next() { received.append(text) }
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            return received.texts
+        }
+        XCTAssertEqual(answers.count, 4)
+        for (answer, record) in zip(answers, expected) {
+            XCTAssertEqual(try canonical(Data(answer.utf8)), record)
+        }
+        XCTAssertEqual(try object(ByteBuffer(string: answers[3]))["error"] as? String,
+                       "content type 'text message' is not accepted here; send binary messages of JPEG or PNG bytes")
+    }
+
+    /// A stream that cannot start is refused before the upgrade, with the error as JSON.
+    func testBadStreamIsRefused() async throws {
+        try await withServer { client in
+            let unknown = try await client.execute(uri: "/v1/stream?tracker=sort", method: .get)
+            XCTAssertEqual(unknown.status, .badRequest)
+            XCTAssertTrue((try object(unknown.body)["error"] as? String)?.hasPrefix("parameter tracker=sort is invalid") == true)
+            let model = try await client.execute(uri: "/v1/stream?model=nope", method: .get)
+            XCTAssertEqual(model.status, .notFound)
+        }
+    }
+}
+
+/// Messages a WebSocket handler received, read after it ends.
+private final class Received: Sendable {
+    private let storage = Mutex<[String]>([])
+    func append(_ text: String) { storage.withLock { $0.append(text) } }
+    var texts: [String] { storage.withLock { $0 } }
+}
