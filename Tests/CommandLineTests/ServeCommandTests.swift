@@ -61,8 +61,8 @@ final class ServeCommandTests: CommandTestCase {
         }
     }
 
-    /// SIGTERM with one request running and two queued: all three are answered, then the
-    /// server exits 0.
+    /// SIGTERM with a request running (and the others of three sent at once queued or on their
+    /// way): all three are answered, then the server exits 0.
     func testSIGTERMDrainsRequestsInFlight() throws {
         let (server, port) = try serve(["--workers", "1", "--drain-timeout", "60"])
         let boats = try Data(contentsOf: try sharedFile("images/boats.jpg"))
@@ -74,18 +74,18 @@ final class ServeCommandTests: CommandTestCase {
                 statuses.withLock { $0.append(status) }
             }
         }
-        // SIGTERM once one request runs and two wait.
+        // SIGTERM once a request runs.
         let deadline = Date().addingTimeInterval(30)
         var busy = false
         while !busy, Date() < deadline {
             let metrics = String(decoding: (try? request(port, "/metrics").body) ?? Data(), as: UTF8.self)
-            busy = metrics.contains("yolo_inference_in_flight 1.0") && metrics.contains("yolo_queue_length 2.0")
-            if !busy { usleep(10_000) }
+            busy = metrics.contains("yolo_inference_in_flight 1.0")
+            if !busy { usleep(1000) }
         }
         kill(server.process.processIdentifier, SIGTERM)
         group.wait()
         let result = try server.wait(timeout: 60)
-        XCTAssertTrue(busy, "SIGTERM came with one request running and two queued")
+        XCTAssertTrue(busy, "SIGTERM came with a request running")
         XCTAssertEqual(statuses.withLock { $0 }, [200, 200, 200], result.stderr)
         XCTAssertEqual(result.status, 0, result.stderr)
     }
