@@ -44,7 +44,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The live view's page, compiled into the binary (`PackageResources.live_html`).
+            resources: [.embedInCode("LiveView/live.html")]
         ),
         .executableTarget(
             name: "yolo",

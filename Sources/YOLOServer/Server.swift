@@ -38,6 +38,9 @@ public struct InferenceServer: Sendable {
     public func application() -> some ApplicationProtocol {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.middlewares.add(RequestLog(metrics: metrics))
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.live_html)))
+        }
         router.get("/healthz") { _, _ in Response.json(["status": "alive"]) }
         router.get("/readyz") { _, _ in
             models.isReady ? Response.json(["status": "ready"]) : Response.json(["error": "the models are loading"], status: .serviceUnavailable)
@@ -202,23 +205,43 @@ public struct InferenceServer: Sendable {
         return (try models.model(named: parameters.model), parameters, tracker)
     }
 
+    /// A stream's text message: a JSON object of the query's parameters (`{"conf": 0.5}`), applied
+    /// over the stream's current ones from the next frame on.
+    private func streamUpdate(_ text: String, over current: PredictParameters) throws -> (ServedModel, PredictParameters) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw ServerError.badParameter(name: "message", value: String(text.prefix(40)),
+                                           reason: "a text message is a JSON object of settings, such as {\"conf\": 0.5}")
+        }
+        var values = object.mapValues { value in (value as? [Any]).map { $0.map { "\($0)" }.joined(separator: ",") } ?? "\(value)" }
+        values["model"] = values["model"] ?? current.model
+        let parameters = try PredictParameters(values, base: current.configuration)
+        return (try models.model(named: parameters.model), parameters)
+    }
+
     /// `GET /v1/stream`: each binary message is a frame, each answer a text message with its
     /// results (or `{"error": …}`), in order; with `tracker`, boxes carry the connection's track IDs.
+    /// A text message changes the settings from the next frame on (`streamUpdate`), answered only
+    /// when it is refused.
     private func stream(_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter, query: Hummingbird.Parameters) async throws {
-        let (model, parameters, trackerConfiguration) = try streamSettings(query)
+        var (model, parameters, trackerConfiguration) = try streamSettings(query)
         var tracker = trackerConfiguration.map { ObjectTracker($0) }
         var frame = 0
         for try await message in inbound.messages(maxSize: configuration.maxBody) {
             let answer: Data
             do {
-                guard case let .binary(buffer) = message else {
-                    throw ServerError.unsupportedMediaType(contentType: "text message", accepted: "binary messages of JPEG or PNG bytes")
+                switch message {
+                case let .text(text):
+                    (model, parameters) = try streamUpdate(text, over: parameters)
+                    continue
+                case let .binary(buffer):
+                    var (result, _, _) = try await predict { [model, parameters] in
+                        Job(image: Data(buffer: buffer), name: nil, model: model, parameters: parameters)
+                    }
+                    result.frame = frame
+                    if tracker != nil { result = try tracker!.update(result) }
+                    frame += 1
+                    answer = jsonData(result)
                 }
-                var (result, _, _) = try await predict { Job(image: Data(buffer: buffer), name: nil, model: model, parameters: parameters) }
-                result.frame = frame
-                if tracker != nil { result = try tracker!.update(result) }
-                frame += 1
-                answer = jsonData(result)
             } catch {
                 answer = jsonData(["error": ServerError(error).errorDescription ?? "\(error)"])
             }

@@ -12,7 +12,8 @@ import YOLOServer
 final class StreamTests: XCTestCase {
     /// Three frames with `tracker=bytetrack` answer, in order, the records `yolo track` writes
     /// for them (the library's predictions through an `ObjectTracker`), IDs included; a text
-    /// message gets an error and the stream goes on.
+    /// message that is not settings gets an error and the stream goes on; settings
+    /// (`{"conf": 0.8, "max_det": 2}`) apply from the next frame, unanswered.
     func testTrackedStreamAnswersEachFrameInOrder() async throws {
         let frames = ["bus.jpg", "bus.jpg", "zidane.jpg"]
         let yolo = try await YOLO(try weightsFile("yolo26n").path)
@@ -41,16 +42,24 @@ final class StreamTests: XCTestCase {
                 }
                 try await outbound.writeTextMessage("hello")
                 if case let .text(text)? = try await messages.next() { received.append(text) }
+                // Settings from the next frame on, unanswered.
+                try await outbound.writeTextMessage(#"{"conf": 0.8, "max_det": 2}"#)
+                try await outbound.writeBinaryMessage(ByteBuffer(bytes: data[0]))
+                if case let .text(text)? = try await messages.next() { received.append(text) }
                 try await outbound.close(.normalClosure, reason: nil)
             }
             return received.texts
         }
-        XCTAssertEqual(answers.count, 4)
+        XCTAssertEqual(answers.count, 5)
         for (answer, record) in zip(answers, expected) {
             XCTAssertEqual(try canonical(Data(answer.utf8)), record)
         }
         XCTAssertEqual(try object(ByteBuffer(string: answers[3]))["error"] as? String,
-                       "content type 'text message' is not accepted here; send binary messages of JPEG or PNG bytes")
+                       #"parameter message=hello is invalid: a text message is a JSON object of settings, such as {"conf": 0.5}"#)
+        let boxes = try XCTUnwrap(try object(ByteBuffer(string: answers[4]))["boxes"] as? [String: Any])
+        let conf = try XCTUnwrap(boxes["conf"] as? [Double])
+        XCTAssertEqual(conf.count, 2, "max_det 2 from the settings message")
+        XCTAssertTrue(conf.allSatisfy { $0 >= 0.8 }, "\(conf)")
     }
 
     /// A stream that cannot start is refused before the upgrade, with the error as JSON.
