@@ -90,17 +90,22 @@ extension Reference {
 /// In place, for each of `count` columns of a [rows, stride] matrix: x ← softmax(scale · x)
 /// down the column, a vector of the target's width of columns at a time, with `softmaxRow`'s
 /// order of operations (max, then exp(x − max) summed in row order, then times 1 / sum).
-func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float) {
+/// With `reciprocals`, the columns keep exp(x − max) and reciprocals[j] gets column j's 1 / sum,
+/// for a caller that scales a smaller product instead. `scale` > 0, so max(scale · x) is
+/// scale · max(x), rounded alike.
+func softmaxColumns(_ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int, scale: Float,
+                    reciprocals: UnsafeMutablePointer<Float>? = nil) {
+    precondition(scale > 0, "softmaxColumns: scale \(scale)")
     if wideVectors {
-        softmaxColumns(Vec16.self, p, rows: rows, stride: stride, count: count, scale: scale)
+        softmaxColumns(Vec16.self, p, rows: rows, stride: stride, count: count, scale: scale, reciprocals: reciprocals)
     } else {
-        softmaxColumns(Vec8.self, p, rows: rows, stride: stride, count: count, scale: scale)
+        softmaxColumns(Vec8.self, p, rows: rows, stride: stride, count: count, scale: scale, reciprocals: reciprocals)
     }
 }
 
 @inline(__always)
 private func softmaxColumns<V: FloatVector>(_: V.Type, _ p: UnsafeMutablePointer<Float>, rows: Int, stride: Int, count: Int,
-                                            scale: Float) {
+                                            scale: Float, reciprocals: UnsafeMutablePointer<Float>?) {
     let width = V.scalarCount
     var j = 0
     while j < count {
@@ -117,19 +122,20 @@ private func softmaxColumns<V: FloatVector>(_: V.Type, _ p: UnsafeMutablePointer
             for l in 0..<lanes { p[i * stride + j + l] = v[l] }
         }
         var m = V(repeating: -.infinity)
-        for i in 0..<rows {
-            let x = load(i) * scale
-            m = m.maximum(x)
-            store(x, i)
-        }
+        for i in 0..<rows { m = m.maximum(load(i)) }
+        m *= scale
         var sum = V()
         for i in 0..<rows {
-            let e = exp(load(i) - m)
+            let e = exp(load(i) * scale - m)
             sum += e
             store(e, i)
         }
         let r = 1 / sum
-        for i in 0..<rows { store(load(i) * r, i) }
+        if let reciprocals {
+            for l in 0..<lanes { reciprocals[j + l] = r[l] }
+        } else {
+            for i in 0..<rows { store(load(i) * r, i) }
+        }
         j += width
     }
 }
