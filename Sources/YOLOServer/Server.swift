@@ -202,6 +202,10 @@ public struct InferenceServer: Sendable {
             }
             return TrackerConfiguration(algorithm: algorithm)
         }
+        if let name = query["source"], configuration.sources[String(name)] == nil {
+            throw ServerError.badParameter(name: "source", value: String(name),
+                                           reason: "the server reads no such stream (yolo serve --source NAME=URL)")
+        }
         return (try models.model(named: parameters.model), parameters, tracker)
     }
 
@@ -224,6 +228,9 @@ public struct InferenceServer: Sendable {
     /// when it is refused.
     private func stream(_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter, query: Hummingbird.Parameters) async throws {
         var (model, parameters, trackerConfiguration) = try streamSettings(query)
+        if let name = query["source"], let source = configuration.sources[String(name)] {
+            return try await stream(source, model: model, parameters: parameters, tracker: trackerConfiguration, inbound, outbound)
+        }
         var tracker = trackerConfiguration.map { ObjectTracker($0) }
         var frame = 0
         for try await message in inbound.messages(maxSize: configuration.maxBody) {
@@ -246,6 +253,44 @@ public struct InferenceServer: Sendable {
                 answer = jsonData(["error": ServerError(error).errorDescription ?? "\(error)"])
             }
             try await outbound.writeTextMessage(String(decoding: answer, as: UTF8.self))
+        }
+    }
+
+    /// `GET /v1/stream?source=NAME`: the server's stream `source` through a session, each frame
+    /// sent as a binary JPEG message followed by its results as text; text messages from the
+    /// client change the settings (`streamUpdate`). Ends with the source, or when the client leaves.
+    private func stream(_ source: String, model: ServedModel, parameters: PredictParameters, tracker: TrackerConfiguration?,
+                        _ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter) async throws {
+        let input: YOLOSession.Source = if source.allSatisfy(\.isNumber) || source.hasPrefix("/dev/video") {
+            .camera(.path(source.allSatisfy(\.isNumber) ? "/dev/video\(source)" : source))
+        } else if source.contains("://"), let url = URL(string: source) {
+            .video(url)
+        } else {
+            .video(URL(fileURLWithPath: source))
+        }
+        let session = try YOLOSession(model: model.yolo, source: input, tracker: tracker)
+        session.configuration = parameters.configuration
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [maxBody = configuration.maxBody] in
+                var parameters = parameters
+                for try await message in inbound.messages(maxSize: maxBody) {
+                    guard case let .text(text) = message else { continue }
+                    if let (_, update) = try? streamUpdate(text, over: parameters) {
+                        parameters = update
+                        session.configuration = update.configuration
+                    }
+                }
+                session.stop()
+            }
+            for await result in session.results {
+                if let image = result.image { try await outbound.writeBinaryMessage(ByteBuffer(bytes: try image.jpegData())) }
+                try await outbound.writeTextMessage(String(decoding: jsonData(result), as: UTF8.self))
+            }
+            if let error = session.error {
+                try await outbound.writeTextMessage(String(decoding: jsonData(["error": ServerError(error).errorDescription ?? "\(error)"]),
+                                                          as: UTF8.self))
+            }
+            group.cancelAll()
         }
     }
 }

@@ -21,6 +21,10 @@ public struct ServerConfiguration: Sendable {
     public var drainTimeout = 30.0
     /// Where the weights are found.
     public var store: ModelStore?
+    /// Streams the server reads for `/v1/stream?source=NAME` (`--source NAME=URL`): a video file,
+    /// stream URL or camera, as `yolo predict --source` takes them. Clients name one; they never
+    /// make the server open a URL of their own.
+    public var sources: [String: String] = [:]
 
     public init(models: [String]) { self.models = models }
 

@@ -41,6 +41,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("drain-timeout"), help: "Seconds the requests in flight may take to finish after SIGTERM or SIGINT.")
     var drainTimeout = 30.0
 
+    @Option(help: "A stream the live view may show (GET /?source=NAME), NAME=URL: a video file, stream URL or camera; repeat for more.")
+    var source: [String] = []
+
     @Option(name: .customLong("log-format"), help: "Log lines as text or json (one object a line), on stderr.")
     var logFormat: LogFormat = .text
 
@@ -56,6 +59,13 @@ struct Serve: AsyncParsableCommand {
         configuration.maxBody = maxBody
         configuration.maxPixels = maxPixels
         configuration.drainTimeout = drainTimeout
+        for pair in source {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw CommandFailure(message: "--source \(pair) is not NAME=URL, e.g. door=rtsp://camera/stream")
+            }
+            configuration.sources[parts[0]] = parts[1]
+        }
         let format = logFormat
         LoggingSystem.bootstrap { label in
             format == .json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)

@@ -70,6 +70,40 @@ final class StreamTests: XCTestCase {
             XCTAssertTrue((try object(unknown.body)["error"] as? String)?.hasPrefix("parameter tracker=sort is invalid") == true)
             let model = try await client.execute(uri: "/v1/stream?model=nope", method: .get)
             XCTAssertEqual(model.status, .notFound)
+            let source = try await client.execute(uri: "/v1/stream?source=elsewhere", method: .get)
+            XCTAssertEqual(source.status, .badRequest)
+            XCTAssertTrue((try object(source.body)["error"] as? String)?.hasPrefix("parameter source=elsewhere is invalid") == true)
+        }
+    }
+
+    /// `source=NAME`, a stream the server reads (`--source NAME=URL`): each frame comes as a
+    /// binary JPEG message, then its results as text, frames counted from 0.
+    func testServerSourceSendsFramesAndResults() async throws {
+        let video = try sharedFile("videos/pan.mp4").path
+        let messages = try await withServer({ $0.sources = ["pan": video] }) { client in
+            let port = try XCTUnwrap(client.port)
+            let received = Received()
+            try await WebSocketClient.connect(url: "ws://localhost:\(port)/v1/stream?source=pan&model=yolo26n",
+                                              configuration: .init(maxFrameSize: 1 << 22), logger: Logger(label: "source-test")) {
+                inbound, outbound, _ in
+                var messages = inbound.messages(maxSize: 1 << 22).makeAsyncIterator()
+                for _ in 0..<6 {
+                    switch try await messages.next() {
+                    case let .binary(buffer)?: received.append("binary \(Data(buffer: buffer).prefix(3).map { String($0) }.joined(separator: ","))")
+                    case let .text(text)?: received.append(text)
+                    case nil: return
+                    }
+                }
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            return received.texts
+        }
+        XCTAssertEqual(messages.count, 6)
+        for pair in 0..<3 {
+            XCTAssertEqual(messages[2 * pair], "binary 255,216,255", "a JPEG frame first")
+            let record = try object(ByteBuffer(string: messages[2 * pair + 1]))
+            XCTAssertEqual(record["frame"] as? Int, pair)
+            XCTAssertEqual(record["orig_shape"] as? [Int], [360, 640])
         }
     }
 }
