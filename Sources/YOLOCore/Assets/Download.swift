@@ -166,6 +166,19 @@ enum Curl {
         let cleanup: @convention(c) (Handle?) -> Void
     }
 
+    /// The options every request here sets: CURLOPT_URL, CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS
+    /// (libcurl's default is no limit), CURLOPT_PROTOCOLS and CURLOPT_REDIR_PROTOCOLS (HTTP and
+    /// HTTPS; the bitmask forms, deprecated in libcurl 7.85 for string forms that older versions
+    /// lack), CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process).
+    private static func request(_ curl: Library, _ handle: Handle, _ url: String) {
+        _ = curl.setString(handle, 10002, url)
+        _ = curl.setLong(handle, 52, 1)
+        _ = curl.setLong(handle, 68, 10)
+        _ = curl.setLong(handle, 181, 3)
+        _ = curl.setLong(handle, 182, 3)
+        _ = curl.setLong(handle, 99, 1)
+    }
+
     /// Why libcurl is not usable.
     private struct Unavailable: Error {
         let reason: String
@@ -244,26 +257,17 @@ enum Curl {
         var detail = [CChar](repeating: 0, count: 256)
         let code = detail.withUnsafeMutableBytes { detail in
             withUnsafeMutablePointer(to: &sink) { sink in
-                // CURLOPT_URL, CURLOPT_WRITEFUNCTION and CURLOPT_WRITEDATA (the sink),
-                // CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS (libcurl's default is no limit),
-                // CURLOPT_PROTOCOLS and CURLOPT_REDIR_PROTOCOLS (HTTP and HTTPS; the bitmask forms,
-                // deprecated in libcurl 7.85 for string forms that older versions lack),
-                // CURLOPT_MAXFILESIZE_LARGE (a Content-Length over it fails before the body),
-                // CURLOPT_NOSIGNAL (no SIGALRM for timeouts in a threaded process), CURLOPT_ERRORBUFFER,
+                // CURLOPT_WRITEFUNCTION and CURLOPT_WRITEDATA (the sink), CURLOPT_MAXFILESIZE_LARGE
+                // (a Content-Length over it fails before the body), CURLOPT_ERRORBUFFER,
                 // CURLOPT_CONNECTTIMEOUT_MS, and CURLOPT_LOW_SPEED_LIMIT and CURLOPT_LOW_SPEED_TIME:
                 // below 1 byte/s for that many whole seconds is a stall (slow averages are the sink's);
                 // CURLOPT_NOPROGRESS off, libcurl's progress meter on stderr, when that is a terminal.
-                _ = curl.setString(handle, 10002, url)
+                request(curl, handle, url)
                 _ = curl.setWriter(handle, 20011) { bytes, size, count, sink in
                     sink?.assumingMemoryBound(to: Sink.self).pointee.write(bytes, size * count) ?? 0
                 }
                 _ = curl.setPointer(handle, 10001, UnsafeMutableRawPointer(sink))
-                _ = curl.setLong(handle, 52, 1)
-                _ = curl.setLong(handle, 68, 10)
-                _ = curl.setLong(handle, 181, 3)
-                _ = curl.setLong(handle, 182, 3)
                 _ = curl.setLong(handle, 30117, limit)
-                _ = curl.setLong(handle, 99, 1)
                 _ = curl.setPointer(handle, 10010, detail.baseAddress)
                 _ = curl.setLong(handle, 156, Int((timeout * 1000).rounded(.up)))
                 _ = curl.setLong(handle, 19, 1)
@@ -327,19 +331,13 @@ enum Curl {
         defer { curl.cleanup(handle) }
         var headers = Headers()
         withUnsafeMutablePointer(to: &headers) { headers in
-            // CURLOPT_URL, CURLOPT_HEADERFUNCTION and CURLOPT_HEADERDATA, CURLOPT_FOLLOWLOCATION,
-            // CURLOPT_MAXREDIRS, CURLOPT_PROTOCOLS, CURLOPT_REDIR_PROTOCOLS, CURLOPT_NOSIGNAL,
-            // CURLOPT_TIMEOUT_MS; the abandoned transfer's error is expected.
-            _ = curl.setString(handle, 10002, url)
+            // CURLOPT_HEADERFUNCTION and CURLOPT_HEADERDATA, CURLOPT_TIMEOUT_MS; the abandoned
+            // transfer's error is expected.
+            request(curl, handle, url)
             _ = curl.setWriter(handle, 20079) { bytes, size, count, headers in
                 headers?.assumingMemoryBound(to: Headers.self).pointee.read(bytes, size * count) ?? 0
             }
             _ = curl.setPointer(handle, 10029, UnsafeMutableRawPointer(headers))
-            _ = curl.setLong(handle, 52, 1)
-            _ = curl.setLong(handle, 68, 10)
-            _ = curl.setLong(handle, 181, 3)
-            _ = curl.setLong(handle, 182, 3)
-            _ = curl.setLong(handle, 99, 1)
             _ = curl.setLong(handle, 155, Int((timeout * 1000).rounded(.up)))
             _ = curl.perform(handle)
         }
