@@ -60,10 +60,13 @@ final class WorkerPool: Sendable {
         }
     }
 
+    /// Sets the gauges under the counts' lock: read outside it, a stale pair could land last
+    /// and leave a gauge wrong (one job's start overwritten by another's admission).
     private func publish() {
-        let c = counts.withLock { $0 }
-        metrics.inFlight.set(c.running)
-        metrics.queued.set(c.admitted - c.running)
+        counts.withLock { c in
+            metrics.inFlight.set(c.running)
+            metrics.queued.set(c.admitted - c.running)
+        }
     }
 }
 

@@ -68,11 +68,15 @@ final class ServeCommandTests: CommandTestCase {
         let boats = try Data(contentsOf: try sharedFile("images/boats.jpg"))
         let statuses = Locked<[Int]>([])
         let group = DispatchGroup()
+        // Threads of their own: three blocks waiting on Dispatch's global queue would hold the
+        // threads URLSession's own queues need on 2 cores, and the requests would not start.
         for _ in 0..<3 {
-            DispatchQueue.global().async(group: group) {
+            group.enter()
+            Thread {
                 let status = (try? request(port, "/v1/predict?imgsz=1280", image: boats).status) ?? -1
                 statuses.withLock { $0.append(status) }
-            }
+                group.leave()
+            }.start()
         }
         // SIGTERM once a request runs.
         let deadline = Date().addingTimeInterval(30)
