@@ -261,8 +261,8 @@ public struct InferenceServer: Sendable {
     /// client change the settings (`streamUpdate`). Ends with the source, or when the client leaves.
     private func stream(_ source: String, model: ServedModel, parameters: PredictParameters, tracker: TrackerConfiguration?,
                         _ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter) async throws {
-        let input: YOLOSession.Source = if source.allSatisfy(\.isNumber) || source.hasPrefix("/dev/video") {
-            .camera(.path(source.allSatisfy(\.isNumber) ? "/dev/video\(source)" : source))
+        let input: YOLOSession.Source = if let camera = YOLOSession.Camera(source: source) {
+            .camera(camera)
         } else if source.contains("://"), let url = URL(string: source) {
             .video(url)
         } else {

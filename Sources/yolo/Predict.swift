@@ -419,9 +419,9 @@ struct PredictOptions: ParsableArguments {
             }
             return [.frames([(.stdin(width: size.width, height: size.height), name: "stdin")])]
         }
-        if let device = PredictOptions.camera(source) {
+        if let camera = YOLOSession.Camera(source: source) {
             if let fps, !(fps > 0 && fps <= 1000) { throw CommandFailure(message: "--fps \(fps) is not in (0, 1000]") }
-            return [.frames([(.camera(.path(device), frameSize: size, frameRate: fps), name: device)])]
+            return [.frames([(.camera(camera, frameSize: size, frameRate: fps), name: camera.path)])]
         }
         if let frameSize { throw CommandFailure(message: "--frame-size \(frameSize) applies to --source - and cameras only") }
         if let fps { throw CommandFailure(message: "--fps \(fps) applies to cameras only") }
@@ -436,7 +436,7 @@ struct PredictOptions: ParsableArguments {
             let entries = text.replacingOccurrences(of: "\u{FEFF}", with: "").split(whereSeparator: \.isWhitespace).map(String.init)
             guard !entries.isEmpty else { throw CommandFailure(message: "\(source) lists no source: give one path or URL a line") }
             return [.frames(try entries.map { entry in
-                if let device = PredictOptions.camera(entry) { return (.camera(.path(device)), name: device) }
+                if let camera = YOLOSession.Camera(source: entry) { return (.camera(camera), name: camera.path) }
                 if entry.contains("://"), let url = URL(string: entry), url.scheme != nil, !url.isFileURL { return (.video(url), name: entry) }
                 guard FileManager.default.fileExists(atPath: entry) else { throw CommandFailure(message: "\(source): source \(entry) does not exist") }
                 return (.video(URL(fileURLWithPath: entry)), name: entry)
@@ -454,13 +454,6 @@ struct PredictOptions: ParsableArguments {
         return files.map { file in
             MediaFiles.videoExtensions.contains(file.pathExtension.lowercased()) ? .frames([(.video(file), name: file.path)]) : .image(file)
         }
-    }
-
-    /// The V4L2 device a source names: a camera index as Ultralytics writes it (`0`), or
-    /// `/dev/videoN`.
-    static func camera(_ source: String) -> String? {
-        if !source.isEmpty, source.allSatisfy(\.isASCII), let index = Int(source), index >= 0 { return "/dev/video\(index)" }
-        return source.hasPrefix("/dev/video") ? source : nil
     }
 
     /// labels/<stem>.txt in Ultralytics' `save_txt` formats, numbers as `%g`: detect "cls cx cy

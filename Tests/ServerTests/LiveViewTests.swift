@@ -16,14 +16,13 @@ final class LiveViewTests: XCTestCase {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let camera = scratch.appendingPathComponent("pan.y4m"), screenshot = scratch.appendingPathComponent("live-view.png")
-        let ffmpeg = try runCommand("/usr/bin/env", ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path,
+        let ffmpeg = try runTool(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path,
                                               "-t", "3", "-vf", "scale=640:360", "-pix_fmt", "yuv420p", camera.path])
         XCTAssertEqual(ffmpeg.status, 0, ffmpeg.output)
         let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("LiveView/drive.py")
         let browser = try await withServer { client in
-            try await offload { try runCommand("/usr/bin/env", ["python3", driver.path, "http://127.0.0.1:\(try XCTUnwrap(client.port))/",
-                                                          camera.path, screenshot.path]) }
+            try await runToolAsync(["python3", driver.path, "http://127.0.0.1:\(try XCTUnwrap(client.port))/", camera.path, screenshot.path])
         }
         let report = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(browser.output.utf8)) as? [String: Any], browser.output)
         XCTAssertEqual(browser.status, 0, browser.output)
@@ -50,22 +49,4 @@ final class LiveViewTests: XCTestCase {
         try? FileManager.default.removeItem(at: artifacts.appendingPathComponent("live-view.png"))
         try? FileManager.default.copyItem(at: screenshot, to: artifacts.appendingPathComponent("live-view.png"))
     }
-}
-
-/// Runs a command to its end: its status and stdout (stderr dropped).
-private func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process(), pipe = Pipe()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-}
-
-/// Blocking work on a Dispatch thread, not the cooperative pool.
-private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { done in DispatchQueue.global().async { done.resume(with: Result { try work() }) } }
 }

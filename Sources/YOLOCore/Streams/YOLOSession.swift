@@ -58,6 +58,18 @@ public final class YOLOSession: Sendable {
         /// A device path such as `/dev/video2` or `/dev/v4l/by-id/…`.
         case path(String)
 
+        /// The camera a source names as Ultralytics writes it: an index (`0`) or a V4L2 device
+        /// (`/dev/video0`); nil for any other source.
+        public init?(source: String) {
+            if !source.isEmpty, source.allSatisfy(\.isASCII), let index = Int(source), index >= 0 {
+                self = .device(index)
+            } else if source.hasPrefix("/dev/video") {
+                self = .path(source)
+            } else {
+                return nil
+            }
+        }
+
         /// The device file.
         public var path: String {
             switch self {

@@ -115,12 +115,8 @@ final class VideoTests: XCTestCase {
     }
 
     private func ffmpeg(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-y"] + arguments
-        try process.run()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "ffmpeg \(arguments)")
+        let (status, output) = try runTool(["ffmpeg", "-nostdin", "-v", "error", "-y"] + arguments, stderr: true)
+        XCTAssertEqual(status, 0, "ffmpeg \(arguments): \(output)")
     }
 
     /// Files that are no video throw at `init`, with ffmpeg's message.

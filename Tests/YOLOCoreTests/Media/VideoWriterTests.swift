@@ -6,14 +6,8 @@ import YOLOCore
 /// `VideoWriter`: annotated frames into an H.264 file through ffmpeg, and its failures.
 final class VideoWriterTests: XCTestCase {
     private func probe(_ url: URL) throws -> String {
-        let process = Process(), output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-show_entries",
-                             "stream=codec_name,width,height,avg_frame_rate,nb_read_frames", "-of", "csv=p=0", url.path]
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try runTool(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                     "stream=codec_name,width,height,avg_frame_rate,nb_read_frames", "-of", "csv=p=0", url.path]).output
     }
 
     func testFramesOfAnOddSizeBecomeAnH264File() throws {

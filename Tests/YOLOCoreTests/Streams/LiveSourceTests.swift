@@ -28,6 +28,18 @@ final class LiveSourceTests: XCTestCase {
         XCTAssertEqual(VideoInput(URL(fileURLWithPath: "/v/clip.mp4"), timeout: 10).arguments, ["-rw_timeout", "10000000", "-i", "/v/clip.mp4"])
     }
 
+    /// The source strings that name a camera: as `yolo predict --source` and `yolo serve
+    /// --source` read them.
+    func testCameraFromSource() {
+        XCTAssertEqual(YOLOSession.Camera(source: "0"), .device(0))
+        XCTAssertEqual(YOLOSession.Camera(source: "12"), .device(12))
+        XCTAssertEqual(YOLOSession.Camera(source: "/dev/video2"), .path("/dev/video2"))
+        XCTAssertEqual(YOLOSession.Camera(source: "3")?.path, "/dev/video3")
+        for other in ["", "-1", "٣", "0.5", "clip.mp4", "rtsp://cam/0", "/dev/sda"] {
+            XCTAssertNil(YOLOSession.Camera(source: other), other)
+        }
+    }
+
     func testCameraArguments() {
         let plain = VideoInput(camera: "/dev/video0", frameSize: nil, frameRate: nil)
         XCTAssertTrue(plain.isLive)
