@@ -17,7 +17,7 @@ final class LiveViewTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let camera = scratch.appendingPathComponent("pan.y4m"), screenshot = scratch.appendingPathComponent("live-view.png")
         let ffmpeg = try runTool(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path,
-                                              "-t", "3", "-vf", "scale=640:360", "-pix_fmt", "yuv420p", camera.path])
+                                 "-t", "3", "-vf", "scale=640:360", "-pix_fmt", "yuv420p", camera.path])
         XCTAssertEqual(ffmpeg.status, 0, ffmpeg.output)
         let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("LiveView/drive.py")

@@ -73,12 +73,9 @@ final class LiveSourceTests: XCTestCase {
     func testCutBroadcastIsReconnected() async throws {
         let directory = try Fixtures.temporaryDirectory(self)
         let file = directory.appendingPathComponent("pan.ts")
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        ffmpeg.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-i", try sharedFile("videos/pan.mp4").path, "-c:v", "libx264",
-                            "-preset", "ultrafast", "-g", "12", "-f", "mpegts", file.path]
-        try ffmpeg.run()
-        ffmpeg.waitUntilExit()
+        let ffmpeg = try runTool(["ffmpeg", "-nostdin", "-v", "error", "-i", try sharedFile("videos/pan.mp4").path, "-c:v", "libx264",
+                                  "-preset", "ultrafast", "-g", "12", "-f", "mpegts", file.path], stderr: true)
+        XCTAssertEqual(ffmpeg.status, 0, ffmpeg.output)
         let broadcast = try Broadcast(file, duration: 6, speed: 4)
         defer { broadcast.close() }
         broadcast.cut(at: 0.5, for: 2)

@@ -217,13 +217,9 @@ final class YOLOSessionTests: XCTestCase {
         let scratch = try Fixtures.temporaryDirectory(self)
         let first = scratch.appendingPathComponent("first.mp4"), second = scratch.appendingPathComponent("second.mp4")
         for (url, filter) in [(first, "scale=640:360"), (second, "scale=320:180")] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path, "-t", "0.4",
-                                 "-vf", filter, "-an", url.path]
-            try process.run()
-            process.waitUntilExit()
-            XCTAssertEqual(process.terminationStatus, 0)
+            let ffmpeg = try runTool(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", try sharedFile("videos/pan.mp4").path, "-t", "0.4",
+                                      "-vf", filter, "-an", url.path], stderr: true)
+            XCTAssertEqual(ffmpeg.status, 0, ffmpeg.output)
         }
         let session = try YOLOSession(model: try Fixtures.model("yolo26n", imageSize: 320), source: .video(first), tracker: .bytetrack)
         var shapes = [[Int]](), frames = [Int](), ids = [[Int]](), times = [FrameTime?]()
