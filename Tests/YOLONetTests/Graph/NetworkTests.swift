@@ -76,14 +76,17 @@ final class NetworkTests: XCTestCase {
             var weights = RandomWeights(precision: .int8)
             let network = try Network(architecture: try XCTUnwrap(try Architecture.builtin(named: name)), weights: &weights)
             var ranged = 0
-            let head = try network.forward(x, in: Workspace()) { i, y in
+            let ws = Workspace()  // the head's maps live in it: it outlives their last read
+            let head = try network.forward(x, in: ws) { i, y in
                 guard let range = y.range else { return }
                 let values = UnsafeBufferPointer(start: y.base, count: y.count)
                 XCTAssertEqual(range, ValueRange(lower: values.min()!, upper: values.max()!), "\(name) model.\(i)")
                 ranged += 1
             }
             XCTAssertGreaterThan(ranged, network.nodes.count / 2, name)
-            XCTAssertTrue(UnsafeBufferPointer(start: head.output.base, count: head.output.count).allSatisfy(\.isFinite), name)
+            withExtendedLifetime(ws) {
+                XCTAssertTrue(UnsafeBufferPointer(start: head.output.base, count: head.output.count).allSatisfy(\.isFinite), name)
+            }
         }
     }
 
