@@ -177,7 +177,7 @@ struct PredictOptions: ParsableArguments {
     /// or a write failed.
     private func predict(tracker: TrackerConfiguration?) async throws {
         do {
-            var config = YOLOConfiguration()
+            var config = try YOLOConfiguration.fromEnvironment()
             config.confidenceThreshold = conf ?? (tracker == nil ? 0.25 : 0.1)
             config.iouThreshold = iou
             config.maxDetections = maxDet
@@ -186,7 +186,7 @@ struct PredictOptions: ParsableArguments {
             }
             config.agnosticNMS = agnosticNMS
             config.lineWidth = lineWidth
-            config.threads = threads
+            config.threads = threads ?? config.threads
             if let classes {
                 config.classes = try classes.split(separator: ",").map {
                     guard let c = Int($0.trimmingCharacters(in: .whitespaces)) else {
@@ -337,7 +337,9 @@ struct PredictOptions: ParsableArguments {
         // The session's tracking threshold gives way to the one the command chose; side by side,
         // the sources share the cores rather than each taking them all.
         var configuration = yolo.configuration
-        if sessions.count > 1, threads == nil { configuration.threads = max(1, Parallel.width / sessions.count) }
+        if sessions.count > 1, threads == nil {
+            configuration.threads = max(1, (configuration.threads ?? Parallel.width) / sessions.count)
+        }
         await withTaskGroup(of: Void.self) { group in
             for (i, session) in sessions.enumerated() {
                 session.configuration = configuration

@@ -103,11 +103,11 @@ struct Solutions: AsyncParsableCommand {
         if saveCSV != nil, solution != .count, !(solution == .heatmap && !region.isEmpty) {
             throw CommandFailure(message: "--save-csv writes counted crossings: use it with count, or heatmap with --region")
         }
-        var config = YOLOConfiguration()
+        var config = try YOLOConfiguration.fromEnvironment()
         config.confidenceThreshold = conf
         config.iouThreshold = iou
         config.imageSize = imgsz
-        config.threads = threads
+        config.threads = threads ?? config.threads
         config.classes = try classes.map { list in
             try list.split(separator: ",").map {
                 guard let c = Int($0.trimmingCharacters(in: .whitespaces)) else {

@@ -48,8 +48,8 @@ struct Val: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            var configuration = YOLOConfiguration()
-            configuration.threads = threads
+            var configuration = try YOLOConfiguration.fromEnvironment()
+            configuration.threads = threads ?? configuration.threads
             let yolo = try await YOLO(model, configuration: configuration, precision: precision)
             let runDirectory = plots ? try runFolder.make(task: yolo.task.rawValue, verb: "val") : nil
             // A JSON file that cannot be written fails before the validation, not after it.

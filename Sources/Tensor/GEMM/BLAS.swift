@@ -37,9 +37,7 @@ public enum BLAS {
         }
         // Our kernels split the work (Parallel); OpenBLAS stays on the calling thread. Told so
         // after loading, it would already have started worker threads, which spin on the cores
-        // ours need; with OPENBLAS_NUM_THREADS=1 it starts none. `Parallel.defaultWidth` may read
-        // that variable, so it is read first, and the variable restored.
-        _ = Parallel.defaultWidth
+        // ours need; with OPENBLAS_NUM_THREADS=1 it starts none. The variable is restored after.
         let threadsVariable = getenv("OPENBLAS_NUM_THREADS").map { String(cString: $0) }
         setenv("OPENBLAS_NUM_THREADS", "1", 1)
         defer {

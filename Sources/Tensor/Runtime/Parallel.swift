@@ -32,17 +32,8 @@ public enum Parallel {
         return try $scoped.withValue(max(1, threads), operation: body)
     }
 
-    /// `width` until set: read once from the process's environment (`width(environment:processors:)`).
-    public static let defaultWidth = width(environment: ProcessInfo.processInfo.environment,
-                                           processors: ProcessInfo.processInfo.activeProcessorCount)
-
-    /// The first positive integer among `YOLO_NUM_THREADS`, then OpenBLAS's `OPENBLAS_NUM_THREADS`,
-    /// `GOTO_NUM_THREADS` and `OMP_NUM_THREADS` (which set the count before `YOLO_NUM_THREADS`
-    /// existed, and still do for those who set them), else `processors`; other values are ignored.
-    package static func width(environment: [String: String], processors: Int) -> Int {
-        ["YOLO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"].lazy
-            .compactMap { environment[$0].flatMap { Int($0) } }.first { $0 > 0 } ?? max(1, processors)
-    }
+    /// `width` until set: one per core the process may run on.
+    public static let defaultWidth = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Runs `work.run(part: i, thread: t)` for every i in 0..<count on at most `threads` threads
     /// (t: 0 for the caller, which runs parts too, then 1, 2, … below `threads`), concurrently

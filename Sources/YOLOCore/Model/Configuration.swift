@@ -52,11 +52,29 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
     public var memoryBudget: Int? = nil
     /// Largest width · height of an image file `predict` decodes; see `Image(contentsOf:maxPixels:)`.
     public var maxImagePixels: Int = Image.defaultMaxPixels
-    /// Threads a prediction's kernels use, ≥ 1. Default (nil): `YOLO_NUM_THREADS` (an integer in
-    /// 1…1024, else `validate()` throws), else one per core the process may run on.
+    /// Threads a prediction's kernels use, in 1…1024. Default (nil): one per core the process may
+    /// run on; `fromEnvironment()` reads `YOLO_NUM_THREADS`.
     public var threads: Int? = nil
 
     public init() {}
+
+    /// The defaults with `threads` from the environment, read where a program starts (the library
+    /// reads none): `YOLO_NUM_THREADS`, an integer in 1…1024 (another value is an error naming
+    /// it), else the first positive integer among OpenBLAS's `OPENBLAS_NUM_THREADS`,
+    /// `GOTO_NUM_THREADS` and `OMP_NUM_THREADS`, which set the count before it existed.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> YOLOConfiguration {
+        var configuration = YOLOConfiguration()
+        if let text = environment["YOLO_NUM_THREADS"] {
+            guard let threads = Int(text), (1...1024).contains(threads) else {
+                throw YOLOError.invalidConfiguration(field: "YOLO_NUM_THREADS", value: text, reason: "must be an integer in 1…1024")
+            }
+            configuration.threads = threads
+        } else {
+            configuration.threads = ["OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"].lazy
+                .compactMap { environment[$0].flatMap { Int($0) } }.first { (1...1024).contains($0) }
+        }
+        return configuration
+    }
 
     /// Throws `YOLOError.invalidConfiguration` naming the first bad field.
     public func validate() throws {
@@ -77,12 +95,6 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
         if let memoryBudget, memoryBudget <= 0 { throw fail("memoryBudget", memoryBudget, "must be a positive number of bytes") }
         guard maxImagePixels >= 1 else { throw fail("maxImagePixels", maxImagePixels, "must be at least 1") }
         if let threads, !(1...1024).contains(threads) { throw fail("threads", threads, "must be in 1…1024") }
-        // Unset, the kernels take their count from the environment: a bad value there is refused
-        // rather than silently replaced by one per core.
-        if threads == nil, let text = ProcessInfo.processInfo.environment["YOLO_NUM_THREADS"],
-           !(Int(text).map { (1...1024).contains($0) } ?? false) {
-            throw fail("YOLO_NUM_THREADS", text, "must be an integer in 1…1024")
-        }
     }
 
     /// Half of the smallest of the physical memory, the cgroup's memory limit and the address

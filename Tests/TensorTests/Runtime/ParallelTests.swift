@@ -13,29 +13,9 @@ final class ParallelTests: XCTestCase {
         return body()
     }
 
-    /// The default count: `YOLO_NUM_THREADS`, then OpenBLAS's variables, then the processors;
-    /// values that are not positive integers are skipped.
-    func testDefaultWidthFromEnvironment() {
-        let cases: [([String: String], Int)] = [
-            ([:], 8),
-            (["YOLO_NUM_THREADS": "3"], 3),
-            (["YOLO_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "5", "OMP_NUM_THREADS": "6"], 3),
-            (["OPENBLAS_NUM_THREADS": "5", "GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 5),
-            (["GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 7),
-            (["OMP_NUM_THREADS": "6"], 6),
-            (["YOLO_NUM_THREADS": "0"], 8),
-            (["YOLO_NUM_THREADS": "-2"], 8),
-            (["YOLO_NUM_THREADS": "two"], 8),
-            (["YOLO_NUM_THREADS": ""], 8),
-            (["YOLO_NUM_THREADS": "4 "], 8),
-            (["YOLO_NUM_THREADS": "abc", "OPENBLAS_NUM_THREADS": "4"], 4),
-        ]
-        for (environment, expected) in cases {
-            XCTAssertEqual(Parallel.width(environment: environment, processors: 8), expected, "\(environment)")
-        }
-        XCTAssertEqual(Parallel.width(environment: [:], processors: 0), 1, "no processor count")
-        XCTAssertEqual(Parallel.defaultWidth, Parallel.width(environment: ProcessInfo.processInfo.environment,
-                                                             processors: ProcessInfo.processInfo.activeProcessorCount))
+    /// Until set, one thread per core the process may run on.
+    func testDefaultWidthIsTheCores() {
+        XCTAssertEqual(Parallel.defaultWidth, max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// `width` is the count set last, at least 1.

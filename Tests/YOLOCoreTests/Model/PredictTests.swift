@@ -309,6 +309,29 @@ final class PredictTests: XCTestCase {
         }
     }
 
+    /// `fromEnvironment`'s count: `YOLO_NUM_THREADS` (a value outside 1…1024 is an error naming
+    /// it), else the first of OpenBLAS's variables in 1…1024, else nil (one per core).
+    func testThreadsFromEnvironment() throws {
+        let cases: [([String: String], Int?)] = [
+            ([:], nil),
+            (["YOLO_NUM_THREADS": "3"], 3),
+            (["YOLO_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "5", "OMP_NUM_THREADS": "6"], 3),
+            (["OPENBLAS_NUM_THREADS": "5", "GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 5),
+            (["GOTO_NUM_THREADS": "7", "OMP_NUM_THREADS": "6"], 7),
+            (["OMP_NUM_THREADS": "6"], 6),
+            (["OPENBLAS_NUM_THREADS": "0", "OMP_NUM_THREADS": "two"], nil),
+            (["OPENBLAS_NUM_THREADS": "abc", "OMP_NUM_THREADS": "4"], 4),
+        ]
+        for (environment, expected) in cases {
+            XCTAssertEqual(try YOLOConfiguration.fromEnvironment(environment).threads, expected, "\(environment)")
+        }
+        for value in ["0", "-2", "two", "", "4 ", "1025"] {
+            XCTAssertThrowsError(try YOLOConfiguration.fromEnvironment(["YOLO_NUM_THREADS": value])) {
+                XCTAssertEqual($0 as? YOLOError, .invalidConfiguration(field: "YOLO_NUM_THREADS", value: value, reason: "must be an integer in 1…1024"))
+            }
+        }
+    }
+
     func testErrors() async throws {
         do {
             _ = try await YOLO("no-such-model")
