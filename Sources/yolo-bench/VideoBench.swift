@@ -119,13 +119,19 @@ struct VideoBench: AsyncParsableCommand {
         let sessions = try (0..<sources).map { _ in try YOLOSession(model: yolo, source: .video(url)) }
         for session in sessions { session.configuration = shared }
         let start = DispatchTime.now().uptimeNanoseconds
-        // Each session's result times, in ns.
-        let times = await withTaskGroup(of: [UInt64].self) { group in
+        // Each session's result times, in ns, and each result's time in the model (ms).
+        let runs = await withTaskGroup(of: ([UInt64], [Double]).self) { group in
             for session in sessions {
-                group.addTask { await session.results.reduce(into: []) { times, _ in times.append(DispatchTime.now().uptimeNanoseconds) } }
+                group.addTask {
+                    await session.results.reduce(into: ([], [])) { run, result in
+                        run.0.append(DispatchTime.now().uptimeNanoseconds)
+                        run.1.append(result.speed.preprocess + result.speed.inference + result.speed.postprocess)
+                    }
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
+        let times = runs.map(\.0), inRun = Latency(samples: runs.flatMap(\.1)).median
         let seconds = milliseconds(since: start) / 1e3
         for session in sessions { if let error = session.error { throw error } }
         let frames = times.map(\.count).reduce(0, +)
@@ -136,7 +142,7 @@ struct VideoBench: AsyncParsableCommand {
         let ideal = Double(cores) * 1000 / latency
         print(String(format: "%d sessions side by side: %d frames in %.2f s: %.1f frames/s (whole run, ratio %.3f); "
                      + "while all run: %.1f frames/s; one-thread prediction median %.2f ms, %d cores: %.1f frames/s ideal; "
-                     + "ratio %.3f", sources, frames, seconds, Double(frames) / seconds, Double(frames) / seconds / ideal,
-                     steady, latency, cores, ideal, steady / ideal))
+                     + "ratio %.3f; a prediction in the run: median %.2f ms", sources, frames, seconds, Double(frames) / seconds,
+                     Double(frames) / seconds / ideal, steady, latency, cores, ideal, steady / ideal, inRun))
     }
 }
