@@ -60,7 +60,7 @@ public struct YOLOConfiguration: Sendable, Equatable, Codable {
 
     /// The defaults with `threads` from the environment, read where a program starts (the library
     /// reads none): `YOLO_NUM_THREADS`, an integer in 1…1024 (another value is an error naming
-    /// it), else the first positive integer among OpenBLAS's `OPENBLAS_NUM_THREADS`,
+    /// it), else the first integer in 1…1024 among OpenBLAS's `OPENBLAS_NUM_THREADS`,
     /// `GOTO_NUM_THREADS` and `OMP_NUM_THREADS`, which set the count before it existed.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> YOLOConfiguration {
         var configuration = YOLOConfiguration()
