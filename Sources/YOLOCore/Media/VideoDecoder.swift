@@ -49,11 +49,14 @@ public enum SourceError: Error, LocalizedError, Equatable {
     }
 }
 
-/// Packed BGR24 frames of one size read from a file descriptor: ffmpeg's output pipe or stdin.
+/// Packed 24-bit frames of one size read from a file descriptor: ffmpeg's output pipe (RGB) or
+/// stdin (BGR, as OpenCV's frames are).
 struct FrameReader: Sendable {
     let fd: Int32
     let width: Int
     let height: Int
+    /// Blue first (stdin), else red first (ffmpeg's output).
+    let isBGR: Bool
     /// Names the input in errors.
     let source: String
     /// Seconds without a byte after which a live source has stalled; nil waits as long as it takes.
@@ -66,7 +69,8 @@ struct FrameReader: Sendable {
     /// without a byte.
     func next(index: Int, stopped: () -> Bool = { false }) throws -> Image? {
         let size = width * height * 3
-        var bytes = [UInt8](repeating: 0, count: size)
+        // Never zeroed: a frame is returned only once every byte is read into it.
+        var bytes = [UInt8](unsafeUninitializedCapacity: size) { _, count in count = size }
         var filled = 0
         var lastByte = Date()
         while filled < size {
@@ -96,7 +100,7 @@ struct FrameReader: Sendable {
         }
         guard filled > 0 else { return nil }
         guard filled == size else { throw SourceError.partialFrame(source: source, frame: index, bytes: filled, expected: size) }
-        return try Image(pixels: bytes, width: width, height: height, format: .bgr)
+        return isBGR ? try Image(pixels: bytes, width: width, height: height, format: .bgr) : Image(width: width, height: height, rgb: bytes)
     }
 }
 
@@ -188,7 +192,7 @@ final class FFmpegLog: Sendable {
         }
     }
 
-    /// "…, bgr24(pc, …), 640x360, q=2-31, …, 25 fps, …": the first ", WxH" and the "N fps".
+    /// "…, rgb24(pc, …), 640x360, q=2-31, …, 25 fps, …": the first ", WxH" and the "N fps".
     static func stream(in line: String) -> Stream? {
         guard let size = line.firstMatch(of: /, (\d+)x(\d+)/), let width = Int(size.1), let height = Int(size.2) else { return nil }
         var rate: Double?
@@ -259,8 +263,9 @@ package struct VideoInput: Sendable, Equatable {
     }
 }
 
-/// A video file or stream decoded by one `ffmpeg` subprocess into BGR24 frames, the bytes
-/// OpenCV's `cv2.VideoCapture` (Ultralytics' reader) gives on the same file.
+/// A video file or stream decoded by one `ffmpeg` subprocess into RGB24 frames: the bytes
+/// OpenCV's `cv2.VideoCapture` (Ultralytics' reader) gives on the same file, in RGB order
+/// (swscale converts to either order with the same arithmetic).
 final class VideoDecoder: Sendable {
     let input: VideoInput
     var source: String { input.source }
@@ -304,7 +309,7 @@ final class VideoDecoder: Sendable {
         // Every decoded frame once, as OpenCV reads them: no duplicated or dropped frames.
         let started = Date()
         let (process, output, errors) = try VideoDecoder.start(ffmpeg, ["-nostdin", "-nostats", "-hide_banner", "-v", "level+info"]
-            + input.arguments + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], source: source)
+            + input.arguments + ["-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], source: source)
         let log = FFmpegLog(errors)
         let stream = log.stream(timeout: input.isLive ? timeout : timeout + 10, stopped: stopped)
         guard let stream else {
@@ -327,7 +332,7 @@ final class VideoDecoder: Sendable {
         width = stream.width
         height = stream.height
         frameRate = input.isLive ? stream.frameRate : probedRate
-        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, source: source,
+        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, isBGR: false, source: source,
                              stallTimeout: input.isLive ? timeout : nil)
     }
 
