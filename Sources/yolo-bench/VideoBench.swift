@@ -24,9 +24,13 @@ struct VideoBench: AsyncParsableCommand {
     @Option(help: "Sessions on the source side by side, on one model (each with cores / N threads, at least 1).")
     var sources = 1
 
+    @Option(help: "With --sources: rounds of (one-thread predictions, the sessions, one-thread predictions again).")
+    var rounds = 5
+
     func validate() throws {
         guard iters >= 1 else { throw ValidationError("--iters must be at least 1, got \(iters)") }
         guard sources >= 1 else { throw ValidationError("--sources must be at least 1, got \(sources)") }
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
     }
 
     func run() async throws {
@@ -102,47 +106,60 @@ struct VideoBench: AsyncParsableCommand {
     /// rate counts the results while every session runs (after each one's first result, before
     /// any one's last): opening the sources (ffprobe, the first decoded frame) and the tail where
     /// the first to finish leaves a core idle are left out; the whole run's rate is shown too.
+    /// The host's speed drifts by tens of percent within minutes, so each round times the
+    /// one-thread predictions right before and after its sessions, and the rounds' ratios are
+    /// summed up by their median and interquartile range.
     private func sideBySide(_ yolo: YOLO, url: URL, first: Image) async throws {
         let configured = yolo.configuration
-        yolo.configuration.threads = 1
-        var samples = [Double]()
-        for _ in 0..<iters {
-            let start = DispatchTime.now().uptimeNanoseconds
-            _ = try yolo(first)
-            samples.append(milliseconds(since: start))
-        }
-        yolo.configuration = configured
-        let latency = Latency(samples: samples).median
         let cores = ProcessInfo.processInfo.activeProcessorCount
         var shared = configured
         shared.threads = max(1, cores / sources)
-        let sessions = try (0..<sources).map { _ in try YOLOSession(model: yolo, source: .video(url)) }
-        for session in sessions { session.configuration = shared }
-        let start = DispatchTime.now().uptimeNanoseconds
-        // Each session's result times, in ns, and each result's time in the model (ms).
-        let runs = await withTaskGroup(of: ([UInt64], [Double]).self) { group in
-            for session in sessions {
-                group.addTask {
-                    await session.results.reduce(into: ([], [])) { run, result in
-                        run.0.append(DispatchTime.now().uptimeNanoseconds)
-                        run.1.append(result.speed.preprocess + result.speed.inference + result.speed.postprocess)
+        /// The times of `iters` one-thread predictions on the first frame, in ms.
+        func oneThread() throws -> [Double] {
+            yolo.configuration.threads = 1
+            defer { yolo.configuration = configured }
+            return try (0..<iters).map { _ in
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try yolo(first)
+                return milliseconds(since: start)
+            }
+        }
+        var ratios = [Double]()
+        for round in 1...rounds {
+            let before = try oneThread()
+            let sessions = try (0..<sources).map { _ in try YOLOSession(model: yolo, source: .video(url)) }
+            for session in sessions { session.configuration = shared }
+            let start = DispatchTime.now().uptimeNanoseconds
+            // Each session's result times, in ns, and each result's time in the model (ms).
+            let runs = await withTaskGroup(of: ([UInt64], [Double]).self) { group in
+                for session in sessions {
+                    group.addTask {
+                        await session.results.reduce(into: ([], [])) { run, result in
+                            run.0.append(DispatchTime.now().uptimeNanoseconds)
+                            run.1.append(result.speed.preprocess + result.speed.inference + result.speed.postprocess)
+                        }
                     }
                 }
+                return await group.reduce(into: []) { $0.append($1) }
             }
-            return await group.reduce(into: []) { $0.append($1) }
+            let seconds = milliseconds(since: start) / 1e3
+            let latency = Latency(samples: try before + oneThread()).median
+            let times = runs.map(\.0), inRun = Latency(samples: runs.flatMap(\.1)).median
+            for session in sessions { if let error = session.error { throw error } }
+            let frames = times.map(\.count).reduce(0, +)
+            guard let from = times.compactMap(\.first).max(), let to = times.compactMap(\.last).min(), to > from else {
+                throw ValidationError("the sources gave too few frames to measure a steady rate")
+            }
+            let steady = Double(times.map { $0.filter { $0 > from && $0 <= to }.count }.reduce(0, +)) / (Double(to - from) / 1e9)
+            let ideal = Double(cores) * 1000 / latency
+            ratios.append(steady / ideal)
+            print(String(format: "round %d: %d sessions side by side: %d frames in %.2f s: %.1f frames/s (whole run, ratio %.3f); "
+                         + "while all run: %.1f frames/s; one-thread prediction median %.2f ms, %d cores: %.1f frames/s ideal; "
+                         + "ratio %.3f; a prediction in the run: median %.2f ms", round, sources, frames, seconds,
+                         Double(frames) / seconds, Double(frames) / seconds / ideal, steady, latency, cores, ideal, steady / ideal, inRun))
         }
-        let times = runs.map(\.0), inRun = Latency(samples: runs.flatMap(\.1)).median
-        let seconds = milliseconds(since: start) / 1e3
-        for session in sessions { if let error = session.error { throw error } }
-        let frames = times.map(\.count).reduce(0, +)
-        guard let from = times.compactMap(\.first).max(), let to = times.compactMap(\.last).min(), to > from else {
-            throw ValidationError("the sources gave too few frames to measure a steady rate")
-        }
-        let steady = Double(times.map { $0.filter { $0 > from && $0 <= to }.count }.reduce(0, +)) / (Double(to - from) / 1e9)
-        let ideal = Double(cores) * 1000 / latency
-        print(String(format: "%d sessions side by side: %d frames in %.2f s: %.1f frames/s (whole run, ratio %.3f); "
-                     + "while all run: %.1f frames/s; one-thread prediction median %.2f ms, %d cores: %.1f frames/s ideal; "
-                     + "ratio %.3f; a prediction in the run: median %.2f ms", sources, frames, seconds, Double(frames) / seconds,
-                     Double(frames) / seconds / ideal, steady, latency, cores, ideal, steady / ideal, inRun))
+        let sorted = ratios.sorted()
+        print(String(format: "%d sources, %d rounds: ratio median %.3f [interquartile %.3f–%.3f]", sources, rounds,
+                     Latency(samples: ratios).median, sorted[(rounds - 1) / 4], sorted[(3 * (rounds - 1)) / 4]))
     }
 }
