@@ -158,8 +158,14 @@ struct VideoBench: AsyncParsableCommand {
                          + "ratio %.3f; a prediction in the run: median %.2f ms", round, sources, frames, seconds,
                          Double(frames) / seconds, Double(frames) / seconds / ideal, steady, latency, cores, ideal, steady / ideal, inRun))
         }
+        // Quartiles as compare-peers takes them (Python's statistics.quantiles, "inclusive"):
+        // interpolated at q · (rounds − 1).
         let sorted = ratios.sorted()
+        func quartile(_ q: Double) -> Double {
+            let position = q * Double(rounds - 1), low = Int(position)
+            return low + 1 < rounds ? sorted[low] + (position - Double(low)) * (sorted[low + 1] - sorted[low]) : sorted[low]
+        }
         print(String(format: "%d sources, %d rounds: ratio median %.3f [interquartile %.3f–%.3f]", sources, rounds,
-                     Latency(samples: ratios).median, sorted[(rounds - 1) / 4], sorted[(3 * (rounds - 1)) / 4]))
+                     Latency(samples: ratios).median, quartile(0.25), quartile(0.75)))
     }
 }
