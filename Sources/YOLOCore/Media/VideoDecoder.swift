@@ -55,8 +55,8 @@ struct FrameReader: Sendable {
     let fd: Int32
     let width: Int
     let height: Int
-    /// Blue first (stdin), else red first (ffmpeg's output).
-    let isBGR: Bool
+    /// `.bgr` for stdin, `.rgb` for ffmpeg's output.
+    let format: Image.PixelFormat
     /// Names the input in errors.
     let source: String
     /// Seconds without a byte after which a live source has stalled; nil waits as long as it takes.
@@ -100,7 +100,7 @@ struct FrameReader: Sendable {
         }
         guard filled > 0 else { return nil }
         guard filled == size else { throw SourceError.partialFrame(source: source, frame: index, bytes: filled, expected: size) }
-        return isBGR ? try Image(pixels: bytes, width: width, height: height, format: .bgr) : Image(width: width, height: height, rgb: bytes)
+        return try Image(pixels: bytes, width: width, height: height, format: format)
     }
 }
 
@@ -332,7 +332,7 @@ final class VideoDecoder: Sendable {
         width = stream.width
         height = stream.height
         frameRate = input.isLive ? stream.frameRate : probedRate
-        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, isBGR: false, source: source,
+        reader = FrameReader(fd: output.fileHandleForReading.fileDescriptor, width: width, height: height, format: .rgb, source: source,
                              stallTimeout: input.isLive ? timeout : nil)
     }
 

@@ -537,7 +537,7 @@ enum Input: Sendable {
             self = .video(try VideoFeed(input, policy: policy), name: (device as NSString).lastPathComponent)
         case let .stdin(width, height):
             try Image.checkSize(width: width, height: height, source: "stdin")
-            self = .raw(FrameReader(fd: STDIN_FILENO, width: width, height: height, isBGR: true, source: "stdin"))
+            self = .raw(FrameReader(fd: STDIN_FILENO, width: width, height: height, format: .bgr, source: "stdin"))
         case let .images(urls):
             self = .images(try urls.flatMap { try MediaFiles.expand($0, keeping: MediaFiles.decodable, kind: "JPEG or PNG image") })
         case let .frames(stream):
