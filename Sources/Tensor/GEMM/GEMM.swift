@@ -79,7 +79,10 @@ struct Unseen: StoreObserver {
 /// inside, the loop around SiLU has many more instructions. The epilogues of both GEMMs; each
 /// vector stored is also given to `seen`, through a local copy: the inout itself stays in memory
 /// across the stores to `c`, a load and a store per vector on the loop's critical path.
-@inline(__always)
+/// A function per activation, not inlined: in one function with all ten loops the optimizer
+/// stopped inlining the 16-float loads, a call per vector whose lanes came back in four 128-bit
+/// quarters, and SiLU ran in those quarters (1×1 convolutions 1.4–2 × slower on AVX-512).
+@inline(never)
 func finishRows<V: FloatVector, F: ActivationFunction, O: StoreObserver>(
     _: V.Type, _: F.Type, _ rows: Range<Int>, _ sums: UnsafePointer<Float>, _ ld: Int, _ c: UnsafeMutablePointer<Float>,
     _ ldc: Int, _ width: Int, _ residual: UnsafePointer<Float>?, _ observer: inout O
