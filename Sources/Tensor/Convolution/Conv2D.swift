@@ -135,9 +135,9 @@ package func conv2d(_ x: Map, weight: ConvWeights, bias: [Float], _ p: Conv2DPar
         let gemmFloats = gemmScratch(m: coutG, blocks: blocks)
         let perThread = gemmFloats + (direct ? 0 : phases.count)
         // B in place (`packedGEMM`) for ≤ 32 output channels, whose tiles reuse a copied panel too
-        // few times to pay for it, and for any number where L1 holds 48 KB; never when its
-        // channels are a multiple of 4 KB apart, which fall into the same L1 sets.
-        let inPlace = (coutG <= 32 || largeL1) && (direct ? h * w : phases.channelStride) % 1024 != 0
+        // few times to pay for it; never when its channels are a multiple of 4 KB apart, which
+        // fall into the same L1 sets.
+        let inPlace = coutG <= 32 && (direct ? h * w : phases.channelStride) % 1024 != 0
         let (buffers, rows) = scratch.take(floats: workers * perThread, ints: cinG * taps)
         if direct {
             for c in 0..<cinG { rows[c] = c * h * w }

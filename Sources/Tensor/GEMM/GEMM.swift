@@ -400,8 +400,8 @@ func copy(_ x: UnsafePointer<Float>, _ count: Int, to y: UnsafeMutablePointer<Fl
 /// a 32 KB one, so the strip stays in L1 while every row tile reads it (see docs/PERFORMANCE.md).
 let panelFloats = largeL1 ? 8192 : 4096
 
-/// Whether a core's L1 data cache holds 48 KB or more, where the GEMM's larger panels and B read
-/// in place pay (`panelFloats`, `conv2d`).
+/// Whether a core's L1 data cache holds 48 KB or more, where the GEMM's larger panels pay
+/// (`panelFloats`).
 let largeL1 = CPU.l1DataBytes >= 48 << 10
 
 /// Calls `run48(j)` for the 48-column runs of 0..<n, then `run16(j)` for 16-column ones, and
