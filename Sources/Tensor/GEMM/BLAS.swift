@@ -80,7 +80,9 @@ public enum BLAS {
 
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, with leading dimensions.
     /// op(A) is M×K (A is stored K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
-    /// With `threads` > 1 the N columns are split over the threads, each a single-threaded GEMM.
+    /// With `threads` > 1 the N columns are split over the threads, each a single-threaded GEMM;
+    /// never a single row of C (a GEMV, Classify's linear layer): OpenBLAS's SkylakeX kernels
+    /// round its columns differently by how many a call has, so the results followed the threads.
     public static func sgemm(
         transA: Bool = false, transB: Bool = false,
         m: Int, n: Int, k: Int,
@@ -90,7 +92,7 @@ public enum BLAS {
         beta: Float = 0,
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
+        let parts = Parallel.ranges(n, parts: m > 1 && 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
         Parallel.forEach(parts.count, SGEMMColumns(a: Address(a), b: Address(b), c: Address(c), parts: parts, transA: transA,
                                                    transB: transB, m: m, k: k, lda: lda, ldb: ldb, ldc: ldc,
                                                    alpha: alpha, beta: beta))

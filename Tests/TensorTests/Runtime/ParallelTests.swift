@@ -88,6 +88,18 @@ final class ParallelTests: XCTestCase {
         }
     }
 
+    /// A single row of C (Classify's linear layer, 1280 → 1000) is the same bits at any thread
+    /// count: OpenBLAS's SkylakeX kernels round a column by how many columns a call has.
+    func testSgemmSingleRowIsBitIdenticalAcrossThreadCounts() {
+        let (n, k) = (1000, 1280)
+        let a = randomTensor([1, k], seed: 1), b = randomTensor([n, k], seed: 2)
+        func product(_ threads: Int) -> [Float] {
+            withThreads(threads) { matmul(a.reshaped([1, 1, k]), b.reshaped([1, n, k]), transposeB: true).scalars }
+        }
+        let one = product(1)
+        for t in [2, 3] { XCTAssertEqual(product(t), one, "\(t) threads against 1") }
+    }
+
     func testPoolingAndSoftmaxAgreeAcrossThreadCounts() {
         for (c, h, w) in [(1, 1, 1), (3, 7, 13), (13, 13, 7), (7, 127, 13)] {
             let x = randomTensor([1, c, h, w], seed: UInt64(c * h * w))
