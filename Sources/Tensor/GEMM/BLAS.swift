@@ -80,9 +80,11 @@ public enum BLAS {
 
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, with leading dimensions.
     /// op(A) is M×K (A is stored K×M when `transA`), op(B) is K×N (B is N×K when `transB`).
-    /// With `threads` > 1 the N columns are split over the threads, each a single-threaded GEMM;
-    /// never a single row of C (a GEMV, Classify's linear layer): OpenBLAS's SkylakeX kernels
-    /// round its columns differently by how many a call has, so the results followed the threads.
+    /// Above 2¹⁹ multiply-adds the N columns are cut into 4 parts, single-threaded GEMMs that the
+    /// threads share. The cut depends on the shape alone, never on the thread count: OpenBLAS's
+    /// SkylakeX kernels round a column by how many columns its call has, so a cut by threads gave
+    /// other bits at each thread count. 4 parts cost nothing measurable against one call at 1
+    /// thread or two at 2 (segmentation's shapes), and keep 4 threads busy.
     public static func sgemm(
         transA: Bool = false, transB: Bool = false,
         m: Int, n: Int, k: Int,
@@ -92,10 +94,10 @@ public enum BLAS {
         beta: Float = 0,
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        let parts = Parallel.ranges(n, parts: m > 1 && 2 * m * n * k >= 1 << 20 ? Parallel.width : 1, align: 16)
-        Parallel.forEach(parts.count, SGEMMColumns(a: Address(a), b: Address(b), c: Address(c), parts: parts, transA: transA,
-                                                   transB: transB, m: m, k: k, lda: lda, ldb: ldb, ldc: ldc,
-                                                   alpha: alpha, beta: beta))
+        let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? 4 : 1, align: 16)
+        Parallel.forEach(parts.count, threads: Parallel.width, SGEMMColumns(
+            a: Address(a), b: Address(b), c: Address(c), parts: parts, transA: transA, transB: transB, m: m, k: k,
+            lda: lda, ldb: ldb, ldc: ldc, alpha: alpha, beta: beta))
     }
 
     /// `sgemm`'s part: a range of C's columns, one single-threaded OpenBLAS call; column j of
