@@ -277,20 +277,22 @@ private func transformOutput<F: ActivationFunction>(_: F.Type, _ m: UnsafePointe
     let (c0, c1, c2, c3) = (column(0), column(1), column(2), column(3))
     for i in 0..<2 {
         let (s0, s1, s2, s3) = i == 0 ? (c0.0, c1.0, c2.0, c3.0) : (c0.1, c1.1, c2.1, c3.1)
-        let left = F.apply(s0 + s1 + s2 + bias), right = F.apply(s1 - s2 - s3 + bias)
+        let (even, odd) = (s0 + s1 + s2 + bias, s1 - s2 - s3 + bias)
         let oy = row + 2 * r + i
         guard oy < h else { return }
         if count == 8 && 2 * tx + 16 <= w {
             let offset = (channel * h + oy) * w + 2 * tx
             // Interleaved by one permute (as zero-extended 64-bit lanes, the conversion stayed a
-            // call a vector).
+            // call a vector), then activated in 16 lanes where those are registers.
             var values = Vec16()
-            (values.evenHalf, values.oddHalf) = (left, right)
+            (values.evenHalf, values.oddHalf) = wideVectors ? (even, odd) : (F.apply(even), F.apply(odd))
+            if wideVectors { values = F.apply(values) }
             if let residual { values += residual.vec16(offset) }
             y.store(values, at: offset)
             continue
         }
         // Fewer tiles, or the output's right edge: tile by tile.
+        let (left, right) = (F.apply(even), F.apply(odd))
         for k in 0..<count {
             let xk = tx + k, at = (channel * h + oy) * w + 2 * xk
             y[at] = left[k] + (residual?[at] ?? 0)
