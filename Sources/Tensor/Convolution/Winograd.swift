@@ -285,8 +285,12 @@ private func transformOutput<F: ActivationFunction>(_: F.Type, _ m: UnsafePointe
             // Interleaved by one permute (as zero-extended 64-bit lanes, the conversion stayed a
             // call a vector), then activated in 16 lanes where those are registers.
             var values = Vec16()
-            (values.evenHalf, values.oddHalf) = wideVectors ? (even, odd) : (F.apply(even), F.apply(odd))
-            if wideVectors { values = F.apply(values) }
+            if wideVectors {
+                (values.evenHalf, values.oddHalf) = (even, odd)
+                values = F.apply(values)
+            } else {
+                (values.evenHalf, values.oddHalf) = (F.apply(even), F.apply(odd))
+            }
             if let residual { values += residual.vec16(offset) }
             y.store(values, at: offset)
             continue

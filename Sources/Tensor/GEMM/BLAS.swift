@@ -95,7 +95,7 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         let parts = Parallel.ranges(n, parts: 2 * m * n * k >= 1 << 20 ? 4 : 1, align: 16)
-        Parallel.forEach(parts.count, threads: Parallel.width, SGEMMColumns(
+        Parallel.forEach(parts.count, SGEMMColumns(
             a: Address(a), b: Address(b), c: Address(c), parts: parts, transA: transA, transB: transB, m: m, k: k,
             lda: lda, ldb: ldb, ldc: ldc, alpha: alpha, beta: beta))
     }
