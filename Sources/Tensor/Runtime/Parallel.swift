@@ -37,10 +37,10 @@ public enum Parallel {
 
     /// Runs `work.run(part: i, thread: t)` for every i in 0..<count on at most `threads` threads
     /// (`width` unless given; t: 0 for the caller, which runs parts too, then 1, 2, … below
-    /// `threads`), concurrently when count > 1; returns when all are done. Threads claim parts as they come free, so a
-    /// thread the system stalls takes fewer: a kernel cut into more parts than threads keeps
-    /// per-thread temporaries by `thread`. A call made while another is in progress (from
-    /// another thread, or from inside a part) runs serially on its own thread (t = 0).
+    /// `threads`), concurrently when count > 1; returns when all are done. Threads claim parts as
+    /// they come free, so a thread the system stalls takes fewer: a kernel cut into more parts
+    /// than threads keeps per-thread temporaries by `thread`. A call made while another is in
+    /// progress (from another thread, or from inside a part) runs serially on its own thread (t = 0).
     static func forEach<Work: ParallelWork>(_ count: Int, threads: Int = width, _ work: Work) {
         if count == 1 || threads == 1 {
             for i in 0..<count { work.run(part: i, thread: 0) }
