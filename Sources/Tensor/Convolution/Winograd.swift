@@ -68,7 +68,7 @@ private func winogradConv2d<R: TileRow, Narrow: TileRow>(_: R.Type, _: Narrow.Ty
     // The last strip of a block reads up to a strip of junk tiles past the planes.
     let planesCount = grid.count + R.width
     // The strip outputs' last 8 tiles are read past their end (`transformOutputs`).
-    let perThread = planesCount + 16 * (depth + cout) * R.width + 8
+    let perThread = planesCount + 16 * ((depth + cout) * R.width + 2 * winogradSkew) + 8
     // A block a part, for threads to claim as they come free.
     let parts = Parallel.ranges(grid.blockCount, parts: grid.blockCount), workers = min(threads, parts.count)
     // Each thread's planes, panels and strip outputs, then a zero bias; the patch taps.
@@ -120,10 +120,11 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
     @inline(__always)
     private func strip<S: TileRow>(_: S.Type, column: Int, block: (first: Int, rows: Int), thread t: Int) {
         // The strip outputs follow the panels as laid out for R (`depth` steps), which hold those of S.
-        let planes = scratch.pointer + t * perThread, panels = planes + planesCount, m = panels + 16 * depth * R.width
+        let planes = scratch.pointer + t * perThread, panels = planes + planesCount
+        let m = panels + 16 * (depth * R.width + winogradSkew)
         let plain = Epilogue(bias: zeros.pointer, activation: .none, residual: nil)
         // Reduction steps a pass of S: the panels hold the same floats whatever the strip's width.
-        let stepsPerPass = min(cin, winogradPanelFloats / S.width)
+        let stepsPerPass = min(cin, winogradPanelFloats / S.width), pointStride = stepsPerPass * S.width + winogradSkew
         // The points' panels follow one another, 8 · cin floats apart (`streamedWeightBytes`).
         let streams = 4 * 16 * pack >= streamedWeightBytes
         for step in stride(from: 0, to: cin, by: stepsPerPass) {
@@ -132,15 +133,15 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             for c in steps {
                 if wideVectors && S.width % 16 == 0 {
                     transformInput(Vec16.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
-                                   point: stepsPerPass * S.width, columns: column..<(column + S.width))
+                                   point: pointStride, columns: column..<(column + S.width))
                 } else {
                     transformInput(Vec8.self, planes, taps: taps.pointer + 16 * c, into: panels + (c - step) * S.width,
-                                   point: stepsPerPass * S.width, columns: column..<(column + S.width))
+                                   point: pointStride, columns: column..<(column + S.width))
                 }
             }
             for point in 0..<16 {
                 let a = weight.pointer + point * pack
-                let (b, c) = (panels + point * stepsPerPass * S.width, m + point * cout * S.width)
+                let (b, c) = (panels + point * pointStride, m + point * (cout * S.width + winogradSkew))
                 if S.width == Row8.width {
                     columnTiles(rows: cout, count: S.width, steps: steps, k: cin, a: a, b: b, ldb: S.width, c: c,
                                 ldc: S.width)
@@ -188,9 +189,9 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             while k < count {
                 let first = count >= 8 ? min(k, count - 8) : k
                 for o in 0..<cout {
-                    transformOutput(F.self, m + o * width + q + first, point: cout * width, tile: (r, tx + first),
-                                    count: min(8, count - first), grid: grid, into: y.pointer, row: row, h: h, w: w,
-                                    channel: o, bias: bias.pointer[o], residual: residual)
+                    transformOutput(F.self, m + o * width + q + first, point: cout * width + winogradSkew,
+                                    tile: (r, tx + first), count: min(8, count - first), grid: grid, into: y.pointer,
+                                    row: row, h: h, w: w, channel: o, bias: bias.pointer[o], residual: residual)
                 }
                 k = first + 8
             }
@@ -228,6 +229,11 @@ enum LeakyReLU: ActivationFunction {
 /// Floats of one point's B panel per pass: 16 of them are 96 KB, in L2 while their GEMMs read
 /// them: 64 reduction steps of 24-column strips or 32 of 48-column ones.
 let winogradPanelFloats = 1536
+
+/// Floats between one point's B panel or sums and the next past their size: a tile's 16 points
+/// are then 16 lines in different L1 sets, not in one (sums of 64 channels × 48 tiles are 12 KB,
+/// a multiple of 4 KB) or two (panels of 1536 floats). Single convolutions 0.96–0.98 on 1 thread.
+let winogradSkew = 16
 
 /// Row c of the 16 points' B panels: (Bᵀ d B)_ξ of the tiles `columns` (tile t reads patch tap k
 /// at `planes + taps[k] + t`), point ξ's at `panels + ξ · point`.
