@@ -181,19 +181,20 @@ private struct WinogradParts<R: TileRow, Narrow: TileRow>: ParallelWork {
             // The strip's tiles from q in one grid row, divided out once for every channel (a
             // division by a number known only at run time), in groups of 8, the last one ending
             // at the row's last tile over some already done: groups across grid rows would go tile
-            // by tile.
+            // by tile. A channel's groups one after the other: each line of its sums comes from L2
+            // once, not once a group.
             let (r, tx) = (tiles + q).quotientAndRemainder(dividingBy: grid.width)
             guard r < grid.rows else { return }
             let run = min(grid.width - tx, width - q), count = max(0, min(grid.columns - tx, run))
-            var k = 0
-            while k < count {
-                let first = count >= 8 ? min(k, count - 8) : k
-                for o in 0..<cout {
+            for o in 0..<cout {
+                var k = 0
+                while k < count {
+                    let first = count >= 8 ? min(k, count - 8) : k
                     transformOutput(F.self, m + o * width + q + first, point: cout * width + winogradSkew,
                                     tile: (r, tx + first), count: min(8, count - first), grid: grid, into: y.pointer,
                                     row: row, h: h, w: w, channel: o, bias: bias.pointer[o], residual: residual)
+                    k = first + 8
                 }
-                k = first + 8
             }
             q += run
         }
