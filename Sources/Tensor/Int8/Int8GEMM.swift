@@ -50,7 +50,7 @@ package struct Int8Epilogue {
 /// the precise `exp` and a Newton step would lengthen by five operations.
 @inline(__always)
 private func coarseSigmoid<V: FloatVector>(_ x: V) -> V {
-    let d = 1 + exp(-x, coarse: true)
+    let d = 1 + exp(x, coarse: true, negated: true)
     guard V.scalarCount == 8 else { return 1 / d }
     return unsafeBitCast(reciprocalEstimate(unsafeBitCast(d, to: __m256.self)), to: V.self)
 }

@@ -82,28 +82,32 @@ public func exp<V: FloatVector>(_ v: V) -> V { exp(v, coarse: false) }
 
 /// `exp`, or with `coarse` q of degree 1 (c₂ + c₃·r, the minimax fit of relative error 1.23e-4),
 /// its dependent chain two operations shorter (four fewer in all), for callers whose inputs
-/// carry larger errors already.
+/// carry larger errors already. `negated`: exp(−v), the same bits as exp of −v without the
+/// negation (SiLU's and sigmoid's): the clamp, log2(e) and q's odd coefficients change sign, and
+/// ρ = −r comes out of the same single rounding as r would.
 @inlinable @inline(__always)
-package func exp<V: FloatVector>(_ v: V, coarse: Bool) -> V {
-    let x = v.clamped(-87, 88)
+package func exp<V: FloatVector>(_ v: V, coarse: Bool, negated: Bool = false) -> V {
+    let sign: Float = negated ? -1 : 1
+    let x = negated ? v.clamped(-88, 87) : v.clamped(-87, 88)
     // Adding 1.5·2²³ rounds x·log2(e) to the nearest integer (ties to even) and leaves it in the
     // low mantissa bits: n and 2ⁿ come out without a float→int conversion, which Swift's
     // generic SIMD conversion would do one lane at a time.
     // Fused multiply-adds throughout (`addingProduct`; Swift does not contract a * b + c).
     let magic = V(repeating: 12_582_912)
-    let t = magic.addingProduct(x, V(repeating: 1.44269504088896341))
+    let t = magic.addingProduct(x, V(repeating: sign * 1.44269504088896341))
     let n = t - magic
-    let r = x.addingProduct(n, V(repeating: -0.693147182464599609375))
-    let r2 = r * r
+    // ρ = sign · r, r = sign · x − n·ln2.
+    let rho = x.addingProduct(n, V(repeating: -sign * 0.693147182464599609375))
+    let r2 = rho * rho
     let q: V
     if coarse {
-        q = V(repeating: 0.50394106).addingProduct(r, V(repeating: 0.16662817))
+        q = V(repeating: 0.50394106).addingProduct(rho, V(repeating: sign * 0.16662817))
     } else {
-        let a = V(repeating: 0.49999967217445374).addingProduct(r, V(repeating: 0.16666479408740997))
-        let b = V(repeating: 0.04167356714606285).addingProduct(r, V(repeating: 0.008372689597308636))
+        let a = V(repeating: 0.49999967217445374).addingProduct(rho, V(repeating: sign * 0.16666479408740997))
+        let b = V(repeating: 0.04167356714606285).addingProduct(rho, V(repeating: sign * 0.008372689597308636))
         q = a.addingProduct(r2, b).addingProduct(r2 * r2, V(repeating: 0.001357120694592595))
     }
-    let p = (r + 1).addingProduct(q, r2)
+    let p = (negated ? 1 - rho : rho + 1).addingProduct(q, r2)
     // p · 2ⁿ by adding n to p's exponent bits: t's low bits hold n (two's complement), so t << 23
     // is n << 23. p ∈ [0.7, 1.42] and n ∈ [-126, 127] keep the sum a normal float, so this is the
     // product bit for bit, without a multiply on the FMA ports exp is bound by.
@@ -113,11 +117,11 @@ package func exp<V: FloatVector>(_ v: V, coarse: Bool) -> V {
 
 /// 1 / (1 + e⁻ˣ) per lane.
 @inlinable @inline(__always)
-public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(-x)) }
+public func sigmoid<V: FloatVector>(_ x: V) -> V { 1 / (1 + exp(x, coarse: false, negated: true)) }
 
 /// x · sigmoid(x) per lane (SiLU, the activation of every YOLO Conv).
 @inlinable @inline(__always)
-public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(-x)) }
+public func silu<V: FloatVector>(_ x: V) -> V { x / (1 + exp(x, coarse: false, negated: true)) }
 
 /// max(x, 0) per lane (YOLOv6's activation).
 @inlinable @inline(__always)

@@ -28,4 +28,17 @@ final class VectorMathTests: XCTestCase {
         XCTAssertLessThan(worst, 1.25e-4)
         XCTAssertGreaterThan(worst, 1e-4, "the coarse polynomial, not the precise one")
     }
+
+    func testNegatedExpIsExpOfTheNegation() {
+        // Bit for bit, precise and coarse, across and beyond the clamp's range.
+        for i in 0..<400_000 {
+            let x = Vec16((0..<16).map { Float(-200 + 400 * Double(i * 16 + $0) / 6_399_999) })
+            for coarse in [false, true] {
+                let (a, b) = (exp(x, coarse: coarse, negated: true), exp(-x, coarse: coarse))
+                XCTAssertEqual(unsafeBitCast(a, to: SIMD16<UInt32>.self), unsafeBitCast(b, to: SIMD16<UInt32>.self),
+                               "exp(-x) at \(x[0]), coarse \(coarse)")
+                if unsafeBitCast(a, to: SIMD16<UInt32>.self) != unsafeBitCast(b, to: SIMD16<UInt32>.self) { return }
+            }
+        }
+    }
 }
