@@ -89,7 +89,8 @@ struct ModelBench: ParsableCommand {
         let ms = samples.map { Latency(samples: $0).median }
         let total = ms.reduce(0, +)
         return network.nodes.indices.map { i in
-            let gflop = flops[i] / 1e9, gflops = gflop / (ms[i] / 1e3)
+            // A layer a later one does the work of (0 ms, `Network.Node.skipped`) has no rate.
+            let gflop = flops[i] / 1e9, gflops = ms[i] > 0 ? gflop / (ms[i] / 1e3) : 0
             return LayerRecord(index: i, name: "model.\(i)", type: network.nodes[i].type, shape: shapes[i], ms: ms[i],
                                percent: 100 * ms[i] / total, gflop: gflop, gflops: gflops,
                                percentOfPeak: 100 * gflops / sgemmPeak)

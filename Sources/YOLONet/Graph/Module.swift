@@ -46,12 +46,30 @@ protocol Layer: Module {
     /// `y` is nil only for a layer that `consumesInput` and owns its output: it allocates that
     /// itself. With `consuming`, it releases `input(0)` once read.
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map
+    /// Whether, built with `ModuleSpec.upsampledFront`, it runs on the coarse map and the rest
+    /// apart (`forward(coarse:rest:…)`), and the graph skips the upsampling and concatenation.
+    var splitsUpsampledFront: Bool { get }
+    /// Runs on the concatenation of `coarse` upsampled (`ModuleSpec.upsampledFront`) and `rest`,
+    /// as `forward` on that map would.
+    func forward(coarse: Map, rest: Map, into y: Map?, _ ws: Workspace) -> Map
 }
 
 extension Layer {
     func outputStride(_ inputStride: Int) -> Int { inputStride }
     func outputSize(height: Int, width: Int) -> Plane { (height, width) }
     var consumesInput: Bool { false }
+    var splitsUpsampledFront: Bool { false }
+    func forward(coarse: Map, rest: Map, into y: Map?, _ ws: Workspace) -> Map {
+        preconditionFailure("\(Self.self) does not split an upsampled front")
+    }
+}
+
+/// A module input's first `channels`: a map `scale` times coarser, upsampled (nearest) and
+/// concatenated before the rest (Ultralytics' heads: nn.Upsample, Concat, then a C2f or C3k2).
+/// A 1×1 convolution is linear and pointwise, so on those channels it equals the upsampled
+/// product of the coarse map: scale² fewer multiply-adds, and neither map formed.
+struct UpsampledFront {
+    let channels: Int, scale: Int
 }
 
 /// A row of the architecture spec with what a module needs to build itself from it: its place
@@ -72,6 +90,9 @@ struct ModuleSpec {
     let legacy: Bool
     /// Which of a repeated module's copies this is (`Sequential`), or nil.
     var copy: Int? = nil
+    /// Set by `Network` when the module's one input is a Concat whose front is an upsampled map
+    /// and neither is read elsewhere: a module that can, builds its first convolution split.
+    var upsampledFront: UpsampledFront? = nil
 
     /// The module's `state_dict` prefix: `model.<index>`, a copy's `model.<index>.<copy>`.
     var prefix: String { copy.map { "model.\(index).\($0)" } ?? "model.\(index)" }

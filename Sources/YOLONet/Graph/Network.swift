@@ -47,6 +47,10 @@ package struct Network: Sendable {
         let role: Role
         /// Whether it is a `Concat`, whose inputs may write its map in place.
         let concatenates: Bool
+        /// The layers whose maps a layer that `splitsUpsampledFront` reads instead of the Concat
+        /// before it; that Concat and the Upsample before it are `skipped`: they never run.
+        var split: (coarse: Int, rest: Int)? = nil
+        var skipped = false
     }
 
     package let nodes: [Node]
@@ -73,21 +77,32 @@ package struct Network: Sendable {
         var nodes = [Node]()
         var saved = [Int: Int]()
         let activation = try arch.activation()
+        // The rows reading each row, for `upsampledFront`.
+        let froms = arch.rows.enumerated().map { i, row in row.from.map { $0 < 0 ? i + $0 : $0 } }
+        var readers = [Int: [Int]]()
+        for (i, from) in froms.enumerated() { for f in from { readers[f, default: []].append(i) } }
         do {
             for (i, row) in arch.rows.enumerated() {
                 func fail(_ reason: String) -> ModelError { .invalidArchitecture(layer: i, reason: reason) }
-                let from = row.from.map { $0 < 0 ? i + $0 : $0 }
+                let from = froms[i]
                 guard !from.isEmpty, from.allSatisfy({ $0 < i && ($0 >= 0 || i == 0) }) else {
                     throw fail("'from' \(row.from) must name earlier layers")
                 }
                 if i == 0 && from != [-1] { throw fail("the first layer must read the input (from -1)") }
                 for f in from where f >= 0 && f != i - 1 { saved[f] = i }
                 guard let type = Self.modules[row.module] else { throw ModelError.unknownModule(layer: i, module: row.module) }
-                let spec = ModuleSpec(index: i, row: row, architecture: arch, from: from,
+                var spec = ModuleSpec(index: i, row: row, architecture: arch, from: from,
                                       inputChannels: from.map { $0 < 0 ? inputChannels : nodes[$0].channels },
                                       inputStrides: from.map { $0 < 0 ? 1 : nodes[$0].stride },
                                       width: width, maxChannels: maxChannels, repeats: scaledRepeats(row.repeats, depth: depth),
                                       legacy: legacy)
+                // Upsample, then a Concat of it and one other map, read by this layer alone.
+                let coarse = i >= 2 ? froms[i - 2] : [], concat = i >= 2 ? froms[i - 1] : []
+                if from == [i - 1], nodes.indices.contains(i - 2), nodes[i - 1].concatenates, concat.count == 2,
+                   concat[0] == i - 2, concat[1] >= 0, coarse.count == 1, coarse[0] >= 0,
+                   readers[i - 2] == [i - 1], readers[i - 1] == [i], case .layer(let up as Upsample) = nodes[i - 2].role {
+                    spec.upsampledFront = UpsampledFront(channels: nodes[i - 2].channels, scale: up.scale)
+                }
                 let module = try Conv.$defaultActivation.withValue(activation) {
                     try (type.repeatable || spec.repeats == 1 ? type : Sequential.self).init(spec, &weights)
                 }
@@ -100,8 +115,17 @@ package struct Network: Sendable {
                     preconditionFailure("\(row.module) is neither a Layer nor a Head")
                 }
                 guard stride <= 1 << 16 else { throw fail("the total stride \(stride) is too large") }
-                nodes.append(Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""), name: spec.prefix,
-                                  channels: module.channels, stride: stride, role: role, concatenates: module is Concat))
+                var node = Node(from: from, type: row.module.replacingOccurrences(of: "nn.", with: ""), name: spec.prefix,
+                                channels: module.channels, stride: stride, role: role, concatenates: module is Concat)
+                if spec.upsampledFront != nil, (module as? any Layer)?.splitsUpsampledFront == true {
+                    let (a, b) = (froms[i - 2][0], froms[i - 1][1])
+                    node.split = (a, b)
+                    nodes[i - 2].skipped = true
+                    nodes[i - 1].skipped = true
+                    // Their last reader is now this layer.
+                    for j in [a, b] { saved[j] = max(saved[j] ?? j + 1, i) }
+                }
+                nodes.append(node)
             }
         } catch ModelError.invalidArchitecture(layer: -1, let reason) {
             // A block's own checks do not know their layer: the one being built.
@@ -195,9 +219,9 @@ package struct Network: Sendable {
                 if ws.owns[j], let y = ws.outputs[j] { ws.release(y) }
                 ws.outputs[j] = nil
             }
-            for (i, node) in nodes.enumerated() {
+            for (i, node) in nodes.enumerated() where !node.skipped {
                 if isCancelled?() == true { throw CancellationError() }
-                let first = input(node.from[0])
+                let first = input(node.split?.rest ?? node.from[0])
                 let layer: any Layer
                 switch node.role {
                 case .head(let head):
@@ -232,14 +256,17 @@ package struct Network: Sendable {
                 // A layer that consumes its input releases it as soon as it has read it, when it is
                 // the last reader, and allocates its own output late.
                 let j = node.from[0]
-                let consuming = layer.consumesInput && j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i
+                let consuming = node.split == nil && layer.consumesInput && j >= 0 && ws.owns[j] && (saved[j] ?? j + 1) == i
                 if consuming { ws.outputs[j] = nil }
-                let y = layer.forward({ $0 == 0 ? first : input(node.from[$0]) },
-                                      into: layer.consumesInput && ws.owns[i] ? nil : output(), consuming: consuming, ws)
+                let into = layer.consumesInput && ws.owns[i] ? nil : output()
+                let y = node.split.map { layer.forward(coarse: input($0.coarse), rest: first, into: into, ws) }
+                    ?? layer.forward({ $0 == 0 ? first : input(node.from[$0]) }, into: into, consuming: consuming, ws)
                 observe?(i, y)
                 ws.observe(node.name, y)
                 ws.outputs[i] = y
-                for j in node.from where j >= 0 && ws.outputs[j] != nil && (saved[j] ?? j + 1) == i { drop(j) }
+                func dropRead(_ j: Int) { if j >= 0 && ws.outputs[j] != nil && (saved[j] ?? j + 1) == i { drop(j) } }
+                for j in node.from { dropRead(j) }
+                if let (coarse, rest) = node.split { dropRead(coarse); dropRead(rest) }
                 if saved[i] == nil && !nodes[i + 1].from.contains(i) { drop(i) }
             }
             preconditionFailure("a Network always ends in its head")

@@ -10,9 +10,10 @@ struct C2f: Layer {
 
     /// `block(weights, prefix, hidden)` builds each of the `n` blocks.
     init<W: WeightSource>(_ w: inout W, _ p: String, _ c1: Int, _ c2: Int, n: Int, e: Double,
-                          block: (inout W, String, Int) throws -> any CSPBlock) throws {
+                          upsampledFront: UpsampledFront?, block: (inout W, String, Int) throws -> any CSPBlock) throws {
         let c = Int(Double(c2) * e)
-        let cv1 = try Conv(&w, p + ".cv1", c1, 2 * c), cv2 = try Conv(&w, p + ".cv2", (2 + n) * c, c2)
+        let cv1 = try Conv(&w, p + ".cv1", c1, 2 * c, upsampledFront: upsampledFront)
+        let cv2 = try Conv(&w, p + ".cv2", (2 + n) * c, c2)
         chain = Chain(first: cv1, last: cv2, blocks: try (0..<n).map { try block(&w, p + ".m.\($0)", c) }, tail: c)
     }
 
@@ -26,7 +27,8 @@ struct C2f: Layer {
             let c3k = ["m", "l", "x"].contains(spec.architecture.resolvedScale ?? "") ? true : try spec.bool(1, "c3k", default: false)
             let attention = try spec.bool(3, "attn", default: false), shortcut = try spec.bool(5, "shortcut", default: true)
             guard try spec.int(4, "groups", default: 1) == 1 else { throw spec.fail("grouped C3k2 is not supported") }
-            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(2, "expansion", default: 0.5)) { w, q, c in
+            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(2, "expansion", default: 0.5),
+                          upsampledFront: spec.upsampledFront) { w, q, c in
                 if attention { return try BottleneckPSA(&w, q, c, shortcut: shortcut) }
                 if c3k { return try C3k(&w, q, c, c, n: 2, shortcut: shortcut) }
                 return try Bottleneck(&w, q, c, c, shortcut: shortcut)
@@ -34,12 +36,14 @@ struct C2f: Layer {
         case "C2fCIB":
             let shortcut = try spec.bool(1, "shortcut", default: false), lk = try spec.bool(2, "lk", default: false)
             guard try spec.int(3, "groups", default: 1) == 1 else { throw spec.fail("grouped C2fCIB is not supported") }
-            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(4, "expansion", default: 0.5)) {
+            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(4, "expansion", default: 0.5),
+                          upsampledFront: spec.upsampledFront) {
                 try CIB(&$0, $1, $2, $2, shortcut: shortcut, lk: lk)
             }
         default:
             let shortcut = try spec.bool(1, "shortcut", default: false), g = try spec.int(2, "groups", default: 1)
-            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(3, "expansion", default: 0.5)) {
+            try self.init(&w, spec.prefix, c1, c2, n: spec.repeats, e: try spec.double(3, "expansion", default: 0.5),
+                          upsampledFront: spec.upsampledFront) {
                 try Bottleneck(&$0, $1, $2, $2, shortcut: shortcut, g: g, e: 1)
             }
         }
@@ -53,6 +57,11 @@ struct C2f: Layer {
 
     func forward(_ input: (Int) -> Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
         chain(input(0), into: y, consuming: consuming, ws)
+    }
+
+    var splitsUpsampledFront: Bool { chain.first.splitsUpsampledFront }
+    func forward(coarse: Map, rest: Map, into y: Map?, _ ws: Workspace) -> Map {
+        chain(coarse: coarse, rest: rest, into: y, ws)
     }
 }
 

@@ -27,12 +27,25 @@ struct Chain: Sendable {
     /// Each piece's range bounds the next block's input, and together they bound `last`'s (none
     /// when a block returns none, `CSPBlock`).
     func callAsFunction(_ x: Map, into y: Map?, consuming: Bool, _ ws: Workspace) -> Map {
+        run(like: x, into: y, ws) { head in
+            defer { if consuming { ws.release(x) } }
+            return first(x, into: head, ws)
+        }
+    }
+
+    /// The chain on the concatenation of `coarse` upsampled and `rest` (first split,
+    /// `Conv.splitsUpsampledFront`).
+    func callAsFunction(coarse: Map, rest: Map, into y: Map?, _ ws: Workspace) -> Map {
+        run(like: rest, into: y, ws) { first(coarse: coarse, rest: rest, into: $0, ws) }
+    }
+
+    /// The chain after `head` has written first's output into the map it is given.
+    private func run(like x: Map, into y: Map?, _ ws: Workspace, head: (Map) -> Map) -> Map {
         let pieces = ws.map(channels: blocks.reduce(first.channels) { $0 + $1.channels }, like: x)
         var end = first.channels
-        let head = first(x, into: pieces.channels(0..<end), ws)
-        ws.observe(first.name, head)
-        if consuming { ws.release(x) }
-        var piece = pieces.channels((end - tail)..<end).bounded(by: head.range), range = head.range
+        let front = head(pieces.channels(0..<end))
+        ws.observe(first.name, front)
+        var piece = pieces.channels((end - tail)..<end).bounded(by: front.range), range = front.range
         for block in blocks {
             piece = block(piece, into: pieces.channels(end..<(end + block.channels)), ws)
             ws.observe(block.name, piece)

@@ -11,23 +11,29 @@ struct Conv: Layer {
     /// Its `state_dict` prefix, the name its output is observed by.
     let name: String
     /// The weights as the kernel that runs them takes them.
-    let weights: Weights
+    private(set) var weights: Weights
     /// [Cout, Cin / groups, kH, kW].
     let shape: [Int]
     let bias: [Float]
     let parameters: Conv2DParameters
     let activation: Activation
 
+    /// `upsampledFront`: the input's first channels are a coarser map upsampled (`ModuleSpec`);
+    /// an fp32 1×1 convolution then runs on the two parts apart (`callAsFunction(coarse:rest:)`).
     init(_ source: inout some WeightSource, _ prefix: String, _ c1: Int, _ c2: Int, k: Int = 1, s: Int = 1, p: Int? = nil,
-         g: Int = 1, activation: Activation = Conv.defaultActivation, plain: Bool = false) throws {
+         g: Int = 1, activation: Activation = Conv.defaultActivation, plain: Bool = false,
+         upsampledFront: UpsampledFront? = nil) throws {
         // Channel counts derived from a spec's expansion ratios can round to 0.
         guard c1 > 0, c2 > 0, c1 % g == 0 else {
             throw ModelError.invalidArchitecture(layer: -1, reason: "\(prefix): no convolution of \(c1) → \(c2) channels in \(g) groups")
         }
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         // An int8 graph quantizes its ungrouped convolutions but for the heads' plain outputs.
-        self.init(prefix, weight: w, bias: b, s: s, p: p, g: g, activation: plain ? .none : activation,
-                  quantized: source.precision == .int8 && g == 1 && !plain)
+        let quantized = source.precision == .int8 && g == 1 && !plain
+        self.init(prefix, weight: w, bias: b, s: s, p: p, g: g, activation: plain ? .none : activation, quantized: quantized)
+        if let front = upsampledFront, !quantized, k == 1, s == 1, g == 1, front.channels < c1 {
+            weights = .split(UpsampledSplit(w, front: front))
+        }
     }
 
     /// A convolution of weights [c2, c1 / g, k, k] and bias [c2] made at load (a reparameterized
@@ -68,7 +74,29 @@ struct Conv: Layer {
         case .int8(let weight):
             return y.bounded(by: quantizedConv2d(x, weight: weight, bias: bias, parameters, activation: activation,
                                                  residual: residual, into: y, scratch: ws.scratch))
+        case .split:
+            preconditionFailure("\(name) runs on its coarse and full-size inputs apart")
         }
+    }
+
+    /// A split convolution (`splitsUpsampledFront`) on the concatenation of `coarse` upsampled and
+    /// `rest`, into `y`: the coarse part's product at the coarse size (scale² fewer multiply-adds
+    /// than on the upsampled map, which is never formed), upsampled onto the rest's, then bias and
+    /// activation. The sums add in another order than one product's: within rounding of it.
+    func callAsFunction(coarse: Map, rest: Map, into y: Map, _ ws: Workspace) -> Map {
+        guard case .split(let split) = weights else { preconditionFailure("\(name) is not split") }
+        let t = ws.map(channels: channels, height: coarse.height, width: coarse.width)
+        conv2d(coarse, weight: split.coarse, bias: split.zeros, parameters, into: t, scratch: ws.scratch)
+        conv2d(rest, weight: split.rest, bias: bias, parameters, into: y, scratch: ws.scratch)
+        addUpsampledNearest(t, scale: split.scale, into: y, activation: activation, scratch: ws.scratch)
+        ws.release(t)
+        return y.bounded(by: nil)
+    }
+
+    /// Whether it runs on an upsampled front and the rest apart (built with `upsampledFront`).
+    var splitsUpsampledFront: Bool {
+        if case .split = weights { return true }
+        return false
     }
 
     /// The convolution into a new map of `ws`.
@@ -105,6 +133,25 @@ extension Conv {
     enum Weights {
         case fp32(ConvWeights)
         case int8(QuantizedConvWeights)
+        case split(UpsampledSplit)
+    }
+
+    /// A 1×1 convolution's weights [Cout, Cin, 1, 1] as W = [W_coarse | W_rest] over its input's
+    /// upsampled front and the rest.
+    struct UpsampledSplit {
+        let scale: Int
+        let coarse: ConvWeights, rest: ConvWeights
+        /// The coarse product's bias: the rest's product adds the convolution's.
+        let zeros: [Float]
+
+        init(_ w: Tensor, front: UpsampledFront) {
+            let (cout, cin, c) = (w.shape[0], w.shape[1], front.channels), p = Conv2DParameters(kernel: 1)
+            func columns(_ range: Range<Int>) -> ConvWeights {
+                ConvWeights(Tensor(shape: [cout, range.count, 1, 1],
+                                   scalars: (0..<cout).flatMap { o in w.scalars[(o * cin + range.lowerBound)..<(o * cin + range.upperBound)] }), p)
+            }
+            (scale, coarse, rest, zeros) = (front.scale, columns(0..<c), columns(c..<cin), [Float](repeating: 0, count: cout))
+        }
     }
 }
 

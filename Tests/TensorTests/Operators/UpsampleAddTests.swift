@@ -4,7 +4,8 @@ import XCTest
 
 final class UpsampleAddTests: XCTestCase {
     /// Factors 1 to 16 (YOLOv9e's CBFuse), rows with and without a vector tail, 1 and 2 threads:
-    /// one float addition per element, so exact.
+    /// one float addition per element, so exact; with SiLU after it (a split 1×1 convolution's),
+    /// within the vector SiLU's error.
     func testAddUpsampledNearest() {
         var seed: UInt64 = 30
         let saved = Parallel.width
@@ -16,9 +17,11 @@ final class UpsampleAddTests: XCTestCase {
                     let x = randomTensor([2, channels, h, w], seed: seed)
                     let y = randomTensor([2, channels, h * scale, w * scale], seed: seed + 1000)
                     seed += 1
-                    assertClose(addUpsampledNearest(x, scale: scale, to: y),
-                                Reference.add(y, Reference.upsampleNearest(x, scale: scale)), tolerance: 0,
+                    let sum = Reference.add(y, Reference.upsampleNearest(x, scale: scale))
+                    assertClose(addUpsampledNearest(x, scale: scale, to: y), sum, tolerance: 0,
                                 "c\(channels) \(h)×\(w) ×\(scale), \(threads) threads")
+                    assertClose(addUpsampledNearest(x, scale: scale, to: y, activation: .silu), Reference.activated(sum, .silu),
+                                tolerance: 1e-6, "SiLU, c\(channels) \(h)×\(w) ×\(scale), \(threads) threads")
                 }
             }
         }

@@ -49,7 +49,8 @@ final class WorkspaceTests: XCTestCase {
                 maps[i] = map
                 copies[i] = Array(UnsafeBufferPointer(start: map.base, count: map.count))
             }
-            let concats = network.nodes.indices.filter { network.nodes[$0].type == "Concat" }
+            // The head's Concats of an upsampled map do not run: the C3k2 after each reads their inputs.
+            let concats = network.nodes.indices.filter { network.nodes[$0].type == "Concat" && maps[$0] != nil }
             XCTAssertFalse(concats.isEmpty, name)
             for i in concats {
                 var channel = 0
