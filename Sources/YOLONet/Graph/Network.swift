@@ -97,9 +97,8 @@ package struct Network: Sendable {
                                       width: width, maxChannels: maxChannels, repeats: scaledRepeats(row.repeats, depth: depth),
                                       legacy: legacy)
                 // Upsample, then a Concat of it and one other map, read by this layer alone.
-                let coarse = i >= 2 ? froms[i - 2] : [], concat = i >= 2 ? froms[i - 1] : []
-                if from == [i - 1], nodes.indices.contains(i - 2), nodes[i - 1].concatenates, concat.count == 2,
-                   concat[0] == i - 2, concat[1] >= 0, coarse.count == 1, coarse[0] >= 0,
+                if i >= 2, from == [i - 1], nodes[i - 1].concatenates, froms[i - 1].count == 2, froms[i - 1][0] == i - 2,
+                   froms[i - 1][1] >= 0, froms[i - 2].count == 1, froms[i - 2][0] >= 0,
                    readers[i - 2] == [i - 1], readers[i - 1] == [i], case .layer(let up as Upsample) = nodes[i - 2].role {
                     spec.upsampledFront = UpsampledFront(channels: nodes[i - 2].channels, scale: up.scale)
                 }

@@ -11,7 +11,7 @@ struct Conv: Layer {
     /// Its `state_dict` prefix, the name its output is observed by.
     let name: String
     /// The weights as the kernel that runs them takes them.
-    private(set) var weights: Weights
+    let weights: Weights
     /// [Cout, Cin / groups, kH, kW].
     let shape: [Int]
     let bias: [Float]
@@ -30,18 +30,23 @@ struct Conv: Layer {
         let (w, b) = try source.conv(prefix, cout: c2, cinPerGroup: c1 / g, kernel: k, plain: plain)
         // An int8 graph quantizes its ungrouped convolutions but for the heads' plain outputs.
         let quantized = source.precision == .int8 && g == 1 && !plain
-        self.init(prefix, weight: w, bias: b, s: s, p: p, g: g, activation: plain ? .none : activation, quantized: quantized)
-        if let front = upsampledFront, !quantized, k == 1, s == 1, g == 1, front.channels < c1 {
-            weights = .split(UpsampledSplit(w, front: front))
-        }
+        self.init(prefix, weight: w, bias: b, s: s, p: p, g: g, activation: plain ? .none : activation, quantized: quantized,
+                  upsampledFront: upsampledFront)
     }
 
     /// A convolution of weights [c2, c1 / g, k, k] and bias [c2] made at load (a reparameterized
-    /// block's sum of branches), padding `p` or k/2; `quantized`: run in int8.
+    /// block's sum of branches), padding `p` or k/2; `quantized`: run in int8; else split over
+    /// `upsampledFront` when it is a plain 1×1 convolution.
     init(_ name: String, weight w: Tensor, bias b: [Float], s: Int = 1, p: Int? = nil, g: Int = 1, activation: Activation,
-         quantized: Bool) {
+         quantized: Bool, upsampledFront: UpsampledFront? = nil) {
         parameters = Conv2DParameters(kernel: w.shape[2], stride: s, padding: p ?? w.shape[2] / 2, groups: g)
-        weights = quantized ? .int8(QuantizedConvWeights(w)) : .fp32(ConvWeights(w, parameters))
+        if quantized {
+            weights = .int8(QuantizedConvWeights(w))
+        } else if let front = upsampledFront, parameters == Conv2DParameters(kernel: 1), front.channels < w.shape[1] {
+            weights = .split(UpsampledSplit(w, front: front))
+        } else {
+            weights = .fp32(ConvWeights(w, parameters))
+        }
         (shape, bias) = (w.shape, b)
         self.activation = activation
         self.name = name
