@@ -24,4 +24,31 @@ final class DepthwiseTests: XCTestCase {
                         seed: 8 &+ UInt64(w * 10 + kernel))
         }
     }
+
+    /// Each activation, then a residual, at stride 1 (applied over each channel's plane after its
+    /// rows: planes of 13 · 13 and 6 · 37 floats, not whole vectors) and 2 (per output row).
+    func testDepthwiseResidual() {
+        var seed: UInt64 = 900
+        for (h, w, stride) in [(13, 13, 1), (6, 37, 1), (16, 80, 1), (13, 37, 2)] {
+            for activation in [Activation.none, .silu, .sigmoid, .relu, .leakyReLU] {
+                let (c, p) = (5, Conv2DParameters(kernel: 3, stride: stride, padding: 1, groups: 5))
+                let (ho, wo) = p.outputSize(h: h, w: w)
+                let x = randomTensor([1, c, h, w], seed: seed), weight = randomTensor([c, 1, 3, 3], seed: seed &+ 1)
+                let bias = randomTensor([c], seed: seed &+ 2).scalars, res = randomTensor([1, c, ho, wo], seed: seed &+ 3)
+                seed += 4
+                var y = [Float](repeating: .nan, count: c * ho * wo)
+                y.withUnsafeMutableBufferPointer { py in
+                    x.withMap { xm in
+                        res.withMap { rm in
+                            conv2d(xm, weight: ConvWeights(weight, p), bias: bias, p, activation: activation, residual: rm,
+                                   into: Map(py.baseAddress!, channels: c, height: ho, width: wo), scratch: Scratch())
+                        }
+                    }
+                }
+                let expected = Reference.add(res, Reference.conv2d(x, weight: weight, bias: bias, p, activation: activation))
+                assertClose(Tensor(shape: [1, c, ho, wo], scalars: y), expected, tolerance: tolerance(reduction: 9),
+                            "depthwise \(activation) residual \(h)×\(w) stride \(stride)")
+            }
+        }
+    }
 }
