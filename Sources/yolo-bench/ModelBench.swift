@@ -41,6 +41,10 @@ struct ModelBench: ParsableCommand {
     @Option(help: "Also time this image through YOLOCore's prediction: decoding, preprocessing, inference, postprocessing.")
     var source: String?
 
+    @Flag(help: ArgumentHelp("Run passes on request, for a driver that alternates runtimes (scripts/compare-peers): "
+        + "each line \"THREADS PASSES\" read from standard input runs that many passes and prints their milliseconds on one line."))
+    var paced = false
+
     func validate() throws {
         guard iters >= 1 else { throw ValidationError("--iters must be at least 1, got \(iters)") }
         guard warmup >= 0 else { throw ValidationError("--warmup must not be negative, got \(warmup)") }
@@ -58,6 +62,7 @@ struct ModelBench: ParsableCommand {
         let x = Tensor(shape: [1, network.inputChannels, imgsz, imgsz],
                        scalars: (0..<pixels).map { Float(($0 * 2_654_435_761) >> 12 & 255) / 255 })
         try network.validate(input: x)
+        if paced { return try runPaced(network, x) }
         let pipeline = try source.map { try Pipeline(source: $0, weights: bench.file, imgsz: imgsz, precision: precision) }
         let flops = network.layerFLOPs(height: imgsz, width: imgsz)
         let peaks = try threadCounts.map { ($0, try sgemmPeak(threads: $0)) }
@@ -80,6 +85,20 @@ struct ModelBench: ParsableCommand {
             }
         }
         report.end()
+    }
+
+    /// `--paced`: passes in the runs a driver asks for, until standard input ends.
+    private func runPaced(_ network: Network, _ x: Tensor) throws {
+        let ws = Workspace()
+        while let line = readLine() {
+            let fields = line.split(separator: " ").map { Int($0) }
+            guard fields.count == 2, let threads = fields[0], let passes = fields[1], threads >= 1, passes >= 1 else {
+                throw BenchError("--paced reads \"THREADS PASSES\", two positive integers, got \"\(line)\"")
+            }
+            Parallel.width = threads
+            let ms = try forwardMilliseconds(network, x, in: ws, warmup: 0, iters: passes, perLayer: false).whole
+            FileHandle.standardOutput.write(Data((ms.map { String(format: "%.3f", $0) }.joined(separator: " ") + "\n").utf8))
+        }
     }
 
     /// The per-layer table of one instrumented series: median ms per layer, and its FLOP rate.

@@ -10,9 +10,9 @@ final class YOLOBenchTests: CommandTestCase {
 
     /// Runs in the scratch directory with `YOLO_WEIGHTS_DIR` = `weights` (default: the empty
     /// scratch directory) and the download cache there too, so that no weight file is found by accident.
-    func bench(_ arguments: [String], weights: URL? = nil) throws -> CommandResult {
+    func bench(_ arguments: [String], weights: URL? = nil, stdin: URL? = nil) throws -> CommandResult {
         try runCommand(executable, arguments, in: scratch,
-                       environment: ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path])
+                       environment: ["YOLO_WEIGHTS_DIR": (weights ?? scratch).path, "YOLO_CACHE_DIR": scratch.path], stdin: stdin)
     }
 
     func benchJSON(_ arguments: [String], weights: URL? = nil) throws -> [[String: Any]] {
@@ -154,6 +154,23 @@ final class YOLOBenchTests: CommandTestCase {
         let bad = try bench(["--model", "yolo26n", "--precision", "fp16"] + short)
         XCTAssertNotEqual(bad.status, 0)
         XCTAssertTrue(bad.stderr.contains("fp16"), bad.stderr)
+    }
+
+    /// `--paced` runs the passes each line of standard input asks for, one line of milliseconds
+    /// each, and stops at a line that is not "THREADS PASSES".
+    func testPacedRunsWhatEachLineAsks() throws {
+        let requests = scratch.appendingPathComponent("requests")
+        try Data("1 2\n2 3\n".utf8).write(to: requests)
+        let ok = try bench(["--model", "yolo26n", "--imgsz", "64", "--paced"], stdin: requests)
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        let lines = ok.stdout.split(separator: "\n").map { $0.split(separator: " ").compactMap { Double($0) } }
+        XCTAssertEqual(lines.map(\.count), [2, 3], ok.stdout)
+        XCTAssertTrue(lines.joined().allSatisfy { $0 > 0 }, ok.stdout)
+        try Data("1 1\n2 x 1\n".utf8).write(to: requests)
+        let bad = try bench(["--model", "yolo26n", "--imgsz", "64", "--paced"], stdin: requests)
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("two positive integers, got \"2 x 1\""), bad.stderr)
+        XCTAssertEqual(bad.stdout.split(separator: "\n").count, 1, "the first request's passes: \(bad.stdout)")
     }
 
     func testRandomWeightsWhenNoFileIsFound() throws {
