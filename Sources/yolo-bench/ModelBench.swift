@@ -42,7 +42,8 @@ struct ModelBench: ParsableCommand {
     var source: String?
 
     @Flag(help: ArgumentHelp("Run passes on request, for a driver that alternates runtimes (scripts/compare-peers): "
-        + "each line \"THREADS PASSES\" read from standard input runs that many passes and prints their milliseconds on one line."))
+        + "each line \"THREADS PASSES\" read from standard input runs that many passes and prints their milliseconds on one line; "
+        + "--threads, --iters, --warmup, --repetitions, --output, --per-layer and --source do not apply."))
     var paced = false
 
     func validate() throws {
